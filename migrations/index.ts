@@ -1,0 +1,21 @@
+import type { Knex } from 'knex';
+import * as createWorkspaces from './202611211000_create_workspaces.js';
+import * as createContacts from './202611211001_create_contacts.js';
+import * as createEvents from './202611211002_create_events.js';
+import * as createRateLimitCounters from './202611211003_create_rate_limit_counters.js';
+
+export interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/**
+ * Every migration, in order. Listed statically (not read from a folder) so the same set runs from compiled
+ * JavaScript and under the test runner alike.
+ */
+export const migrations: ReadonlyArray<readonly [name: string, migration: Migration]> = [
+  ['202611211000_create_workspaces', createWorkspaces],
+  ['202611211001_create_contacts', createContacts],
+  ['202611211002_create_events', createEvents],
+  ['202611211003_create_rate_limit_counters', createRateLimitCounters],
+];

@@ -1,0 +1,26 @@
+import { Command, CommanderError } from 'commander';
+import { initCommand } from './commands/init.js';
+import { migrateCommand } from './commands/migrate.js';
+import { serveCommand } from './commands/serve.js';
+
+export function buildProgram(): Command {
+  const program = new Command('emk')
+    .description('emk: customer data and marketing automation for online shops')
+    .version('0.1.0')
+    .showHelpAfterError()
+    .exitOverride();
+  for (const command of [serveCommand(), migrateCommand(), initCommand()]) {
+    program.addCommand(command.exitOverride());
+  }
+  return program;
+}
+
+/** Exit codes: 0 done, 1 failed, 2 usage error (unknown command or flag, missing argument). */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    if (!(error instanceof CommanderError)) throw error;
+    process.exitCode = error.exitCode === 0 ? 0 : 2;
+  }
+}

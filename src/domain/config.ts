@@ -1,0 +1,77 @@
+import { z } from 'zod';
+import { DEFAULT_DATABASE_URL } from './db/database.js';
+import { UsageError } from './errors.js';
+import { describeIssue } from './shared/validate.js';
+
+const limit = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
+
+/** CONTRACT §1: every setting from the environment, with the spec's defaults. */
+const envSchema = z.object({
+  EMK_DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  EMK_BASE_URL: z.string().url().optional(),
+  // Behind a load balancer the client address comes from X-Forwarded-For; only trust it when told to.
+  EMK_TRUST_PROXY: z
+    .enum(['true', 'false', '1', '0'])
+    .default('false')
+    .transform((v) => v === 'true' || v === '1'),
+  EMK_LIMIT_WEBHOOK_PER_INTEGRATION: limit(300),
+  EMK_LIMIT_WEBHOOK_PER_IP: limit(1200),
+  EMK_LIMIT_COLLECT_PER_IP: limit(1000),
+  EMK_LIMIT_COLLECT_PER_SITE: limit(5000),
+  EMK_LIMIT_COLLECT_PER_IP_SITE: limit(200),
+  EMK_LIMIT_AUTH_PER_IP: limit(10),
+  EMK_LIMIT_CP_PER_IP: limit(30),
+  EMK_SMTP_URL: z.string().optional(),
+});
+
+export interface RateLimitConfig {
+  webhookPerIntegration: number;
+  webhookPerIp: number;
+  collectPerIp: number;
+  collectPerSite: number;
+  collectPerIpSite: number;
+  authPerIp: number;
+  cpPerIp: number;
+}
+
+export interface EmkConfig {
+  databaseUrl: string;
+  port: number;
+  host: string;
+  baseUrl: string;
+  trustProxy: boolean;
+  limits: RateLimitConfig;
+  smtpUrl: string | undefined;
+}
+
+export interface ConfigOverrides {
+  db?: string | undefined;
+  port?: number | undefined;
+  host?: string | undefined;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): EmkConfig {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) throw new UsageError(`invalid configuration: ${describeIssue(parsed.error.issues[0]!)}`);
+  const e = parsed.data;
+  const port = overrides.port ?? e.PORT;
+  return {
+    databaseUrl: overrides.db ?? e.EMK_DATABASE_URL,
+    port,
+    host: overrides.host ?? e.HOST,
+    baseUrl: (e.EMK_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
+    trustProxy: e.EMK_TRUST_PROXY,
+    limits: {
+      webhookPerIntegration: e.EMK_LIMIT_WEBHOOK_PER_INTEGRATION,
+      webhookPerIp: e.EMK_LIMIT_WEBHOOK_PER_IP,
+      collectPerIp: e.EMK_LIMIT_COLLECT_PER_IP,
+      collectPerSite: e.EMK_LIMIT_COLLECT_PER_SITE,
+      collectPerIpSite: e.EMK_LIMIT_COLLECT_PER_IP_SITE,
+      authPerIp: e.EMK_LIMIT_AUTH_PER_IP,
+      cpPerIp: e.EMK_LIMIT_CP_PER_IP,
+    },
+    smtpUrl: e.EMK_SMTP_URL,
+  };
+}

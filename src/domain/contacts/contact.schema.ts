@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import { emailSchema, jsonObject, text } from '../shared/validate.js';
+
+export const SUBSCRIPTION_STATUSES = ['subscribed', 'unsubscribed', 'non_subscribed'] as const;
+export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
+export const subscriptionStatusSchema = z.enum(SUBSCRIPTION_STATUSES, {
+  error: `must be one of ${SUBSCRIPTION_STATUSES.join(', ')}`,
+});
+
+export const anonymousIdSchema = text(255);
+
+/** POST /collect/identify (the spec's table). */
+export const identifySchema = z.object({
+  email: emailSchema,
+  properties: jsonObject.optional(),
+  anonymous_id: anonymousIdSchema.optional(),
+});
+export type IdentifyInput = z.infer<typeof identifySchema>;
+
+/** POST /api/v1/contacts: reconcile by email (CONTRACT §3). */
+export const upsertContactSchema = z.object({
+  email: emailSchema,
+  properties: jsonObject.optional(),
+  subscription_status: subscriptionStatusSchema.optional(),
+  source: text(255).optional(),
+});
+export type UpsertContactInput = z.infer<typeof upsertContactSchema>;
+
+/** PATCH /api/v1/contacts/{id}: merge properties, change consent. */
+export const updateContactSchema = z.object({
+  properties: jsonObject.optional(),
+  subscription_status: subscriptionStatusSchema.optional(),
+});
+export type UpdateContactInput = z.infer<typeof updateContactSchema>;
+
+export const contactListQuerySchema = z.object({ email: z.string().trim().max(320).optional() });
+
+/** The contact record of the management API (CONTRACT §3). */
+export interface Contact {
+  id: string;
+  email: string;
+  properties: Record<string, unknown>;
+  subscription_status: SubscriptionStatus;
+  source: string | null;
+  anonymous_ids: string[];
+  lifetime_revenue: number;
+  orders_count: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The one rule for the dedupe key: contacts are one per email, case-insensitively. */
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase();
+}

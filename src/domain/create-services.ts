@@ -1,0 +1,51 @@
+import { createApiKeyService } from './api-keys/api-key-service.js';
+import { createContactService } from './contacts/contact-service.js';
+import { createContactStore } from './contacts/contact-store.js';
+import type { Database } from './db/database.js';
+import { WriteBatcher } from './db/write-batcher.js';
+import { createEventService } from './events/event-service.js';
+import { createEventStore } from './events/event-store.js';
+import { createIntegrationService } from './integrations/integration-service.js';
+import { createDatabaseCounterStore, createMemoryCounterStore } from './rate-limits/counter-store.js';
+import { createRateLimiter } from './rate-limits/rate-limiter.js';
+import { createTriggerOutbox } from './triggers/trigger-outbox.js';
+import { createWorkspaceService } from './workspaces/workspace-service.js';
+import { createWorkspaceStore } from './workspaces/workspace-store.js';
+
+/** The one composition root: the server and every CLI command build their services here. */
+export function createServices(db: Database) {
+  const { knex, dialect } = db;
+  const writer = new WriteBatcher(knex);
+  const contactStore = createContactStore(dialect);
+  const eventStore = createEventStore(dialect);
+  const outbox = createTriggerOutbox(dialect);
+  const apiKeys = createApiKeyService({ knex });
+  const integrations = createIntegrationService({ knex, dialect });
+  const workspaces = createWorkspaceService({ knex, store: createWorkspaceStore(dialect), apiKeys, integrations });
+  const contacts = createContactService({ knex, writer, contacts: contactStore, events: eventStore });
+  const events = createEventService({ knex, writer, events: eventStore, contacts: contactStore, outbox });
+  // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
+  const rateLimiter = createRateLimiter(
+    dialect.sharedByProcesses ? createDatabaseCounterStore(knex, dialect) : createMemoryCounterStore(),
+  );
+
+  return {
+    db,
+    writer,
+    apiKeys,
+    integrations,
+    workspaces,
+    contacts,
+    events,
+    outbox,
+    rateLimiter,
+    /** Finishes pending writes, then closes the database. */
+    async close() {
+      await writer.drain();
+      await rateLimiter.close();
+      await db.close();
+    },
+  };
+}
+
+export type Services = ReturnType<typeof createServices>;

@@ -1,0 +1,26 @@
+import type { Knex } from 'knex';
+import type { Dialect } from './dialect/dialect.js';
+
+/** Rows per statement so that one multi-row insert stays under the database's bind-parameter limit. */
+export function chunkSizeFor(dialect: Dialect, columnsPerRow: number): number {
+  return Math.max(1, Math.floor(dialect.maxBindings / Math.max(1, columnsPerRow)));
+}
+
+export function chunk<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Multi-row insert in as few statements as the bind limit allows. */
+export async function insertRows(
+  trx: Knex | Knex.Transaction,
+  dialect: Dialect,
+  table: string,
+  rows: Record<string, unknown>[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
+    await trx(table).insert(part);
+  }
+}

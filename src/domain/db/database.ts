@@ -1,0 +1,30 @@
+import knexFactory, { type Knex } from 'knex';
+import { UsageError } from '../errors.js';
+import type { Dialect } from './dialect/dialect.js';
+import { sqliteDialect } from './dialect/sqlite.js';
+import { postgresDialect } from './dialect/postgres.js';
+
+export interface Database {
+  knex: Knex;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_DATABASE_URL = 'sqlite:./data/emk.db';
+
+/** `sqlite:<path>` or `postgres://user:pass@host:port/db` (CONTRACT §1). */
+export function dialectFor(url: string): Dialect {
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+    if (!path) throw new UsageError('database url sqlite:<path> needs a path');
+    return sqliteDialect(path);
+  }
+  if (/^postgres(ql)?:\/\//.test(url)) return postgresDialect(url);
+  throw new UsageError(`unsupported database url "${url}": use sqlite:<path> or postgres://…`);
+}
+
+export function openDatabase(url: string): Database {
+  const dialect = dialectFor(url);
+  const knex = knexFactory(dialect.knexConfig());
+  return { knex, dialect, close: () => knex.destroy() };
+}

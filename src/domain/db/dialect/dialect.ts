@@ -1,0 +1,28 @@
+import type { Knex } from 'knex';
+
+/**
+ * Everything that differs between SQLite and PostgreSQL lives behind this interface; the rest of the domain
+ * never asks which database it is on.
+ */
+export interface Dialect {
+  readonly name: 'sqlite' | 'postgres';
+  /** Several processes may share this database (PostgreSQL): shared state such as rate limits must live in it. */
+  readonly sharedByProcesses: boolean;
+  /** Most bind parameters one statement may carry; bulk writes are chunked below it. */
+  readonly maxBindings: number;
+  knexConfig(): Knex.Config;
+  /** Encodes a value for a JSON column (text on SQLite, jsonb on PostgreSQL). */
+  writeJson(value: unknown): string;
+  readJson<T = unknown>(value: unknown): T;
+  readBoolean(value: unknown): boolean;
+  /** Numeric and decimal columns come back as strings from pg. */
+  readNumber(value: unknown): number;
+  isUniqueViolation(error: unknown): boolean;
+  /** Locks the selected rows until the transaction ends where the database has row locks. */
+  forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
+  /**
+   * Lets this transaction commit without waiting for the disk. Only for data that may be lost in a crash
+   * (rate-limit counters), never for customer data.
+   */
+  relaxDurability(trx: Knex.Transaction): Promise<void>;
+}

@@ -1,0 +1,120 @@
+import type { Knex } from 'knex';
+import { EmkError } from '../errors.js';
+
+/**
+ * Writes a group of items in one transaction and returns one result per item, in order. A handler works
+ * set-based (multi-row statements); if it throws, the batch is retried item by item so one bad item fails
+ * alone.
+ */
+export type BatchHandler<I, O> = (trx: Knex.Transaction, items: I[]) => Promise<O[]>;
+
+interface Pending {
+  handler: BatchHandler<unknown, unknown>;
+  item: unknown;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+}
+
+type Unit<T> = (trx: Knex.Transaction) => Promise<T>;
+
+/**
+ * Runs ad-hoc units of work inside a savepoint each: a unit that throws (a domain error, usually) is undone
+ * alone while the rest of the group commits.
+ */
+const runUnits: BatchHandler<Unit<unknown>, unknown> = async (trx, units) => {
+  const results: unknown[] = [];
+  for (const unit of units) {
+    try {
+      results.push(await trx.transaction((savepoint) => unit(savepoint)));
+    } catch (error) {
+      results.push(new FailedUnit(error));
+    }
+  }
+  return results;
+};
+
+class FailedUnit {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * Group commit: concurrent requests hand their writes to one writer, which commits everything that arrived
+ * while the previous transaction was running in the next single transaction. There is no timer: an idle
+ * writer flushes at once, a busy one as soon as its current commit returns. Every caller's promise settles
+ * only after its transaction has committed, so an accepted write is durable before the reply.
+ */
+export class WriteBatcher {
+  private queue: Pending[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly knex: Knex,
+    private readonly maxBatch = 1000,
+  ) {}
+
+  submit<I, O>(handler: BatchHandler<I, O>, item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({
+        handler: handler as BatchHandler<unknown, unknown>,
+        item,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
+      if (!this.flushing) this.flushing = this.flushLoop();
+    });
+  }
+
+  /** One ad-hoc unit of work, committed with the current group. */
+  async run<T>(unit: Unit<T>): Promise<T> {
+    const result = await this.submit(runUnits, unit as Unit<unknown>);
+    if (result instanceof FailedUnit) throw result.error;
+    return result as T;
+  }
+
+  /** Resolves once everything submitted so far has been committed (or failed). */
+  async drain(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async flushLoop(): Promise<void> {
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, this.maxBatch);
+        await this.flush(batch);
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  private async flush(batch: Pending[]): Promise<void> {
+    try {
+      const results = await this.knex.transaction((trx) => this.apply(trx, batch));
+      batch.forEach((pending, i) => pending.resolve(results[i]));
+    } catch (error) {
+      if (batch.length === 1) return batch[0]!.reject(error);
+      // Find the culprit: each item again in its own transaction.
+      for (const pending of batch) await this.flush([pending]);
+    }
+  }
+
+  /** Groups the batch by handler, keeping each handler's items in arrival order. */
+  private async apply(trx: Knex.Transaction, batch: Pending[]): Promise<unknown[]> {
+    const groups = new Map<BatchHandler<unknown, unknown>, number[]>();
+    batch.forEach((pending, i) => {
+      const positions = groups.get(pending.handler);
+      if (positions) positions.push(i);
+      else groups.set(pending.handler, [i]);
+    });
+    const results: unknown[] = new Array(batch.length);
+    for (const [handler, positions] of groups) {
+      const out = await handler(
+        trx,
+        positions.map((i) => batch[i]!.item),
+      );
+      if (out.length !== positions.length) throw new EmkError('batch handler returned a wrong count', 'internal', 500);
+      positions.forEach((position, k) => (results[position] = out[k]));
+    }
+    return results;
+  }
+}

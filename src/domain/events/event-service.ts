@@ -1,0 +1,196 @@
+import type { Knex } from 'knex';
+import type { ContactStore } from '../contacts/contact-store.js';
+import { contactKey } from '../contacts/contact-store.js';
+import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import { uuidv7 } from '../shared/ids.js';
+import type { Page, Paging } from '../shared/paging.js';
+import { parseInput } from '../shared/validate.js';
+import { triggerTypeForEvent, type TriggerFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
+import {
+  collectEventSchema,
+  createEventSchema,
+  eventListQuerySchema,
+  type EventRecord,
+} from './event.schema.js';
+import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
+
+/** Who an event belongs to: a known contact, an email (found or created), or an anonymous visitor. */
+type EventOwner = { contactId: string } | { email: string; anonymousId?: string } | { anonymousId: string };
+
+export interface EventWrite {
+  workspaceId: string;
+  owner: EventOwner;
+  eventName: string;
+  properties: Record<string, unknown>;
+  source: string | null;
+  occurredAt: number;
+  /** False for history backfills: stored without firing flow triggers. */
+  fireTrigger: boolean;
+  /** `source` of a contact this event creates. */
+  contactSource: string;
+}
+
+type EventWriteResult = { record: EventRecord } | { error: 'contact not found' };
+
+/** Source of contacts created by an event that names an unseen email through the Collect API. */
+const COLLECT_SOURCE = 'collect';
+
+export function createEventService(deps: {
+  knex: Knex;
+  writer: WriteBatcher;
+  events: EventStore;
+  contacts: ContactStore;
+  outbox: TriggerOutbox;
+}) {
+  const { knex, writer, events, contacts, outbox } = deps;
+
+  /** `workspace\0contact_id` of every contact-id owner that exists in its workspace. */
+  async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[]) {
+    const idsByWorkspace = new Map<string, string[]>();
+    for (const w of writes) {
+      if (!('contactId' in w.owner)) continue;
+      const list = idsByWorkspace.get(w.workspaceId) ?? [];
+      list.push(w.owner.contactId);
+      idsByWorkspace.set(w.workspaceId, list);
+    }
+    const known = new Set<string>();
+    for (const [workspaceId, ids] of idsByWorkspace) {
+      for (const row of await contacts.findByIds(trx, workspaceId, ids)) known.add(`${workspaceId}\u0000${row.id}`);
+    }
+    return known;
+  }
+
+  /**
+   * Stores a group of events set-based: owners resolved in a few queries, events and their triggers in
+   * multi-row inserts. Events of an anonymous visitor already identified go straight to that contact.
+   */
+  const recordEvents: BatchHandler<EventWrite, EventWriteResult> = async (trx, writes) => {
+    const knownIds = await existingContactIds(trx, writes);
+    const ensured = await contacts.ensure(
+      trx,
+      writes.flatMap((w) =>
+        'email' in w.owner
+          ? [
+              {
+                workspaceId: w.workspaceId,
+                email: w.owner.email,
+                properties: {},
+                subscriptionStatus: 'non_subscribed' as const,
+                source: w.contactSource,
+              },
+            ]
+          : [],
+      ),
+    );
+
+    const anonymousOwners = await contacts.ownersOfAnonymousIds(
+      trx,
+      writes.flatMap((w) => ('anonymousId' in w.owner && !('email' in w.owner) ? [[w.workspaceId, w.owner.anonymousId]] : [])) as [
+        string,
+        string,
+      ][],
+    );
+
+    const now = Date.now();
+    const rows: EventRow[] = [];
+    const facts: TriggerFact[] = [];
+    const results: EventWriteResult[] = writes.map((w) => {
+      let contactId: string | null;
+      let anonymousId: string | null = null;
+      if ('contactId' in w.owner) {
+        if (!knownIds.has(`${w.workspaceId}\u0000${w.owner.contactId}`)) return { error: 'contact not found' };
+        contactId = w.owner.contactId;
+      } else if ('email' in w.owner) {
+        contactId = ensured.get(contactKey(w.workspaceId, w.owner.email))!.row.id;
+        anonymousId = w.owner.anonymousId ?? null;
+      } else {
+        anonymousId = w.owner.anonymousId;
+        contactId = anonymousOwners.get(`${w.workspaceId}\u0000${anonymousId}`) ?? null;
+      }
+      const row: EventRow = {
+        id: uuidv7(now),
+        workspace_id: w.workspaceId,
+        contact_id: contactId,
+        anonymous_id: anonymousId,
+        event_name: w.eventName,
+        properties: w.properties,
+        source: w.source,
+        dedupe_key: dedupeKeyOf(w.properties),
+        created_at: w.occurredAt,
+        received_at: now,
+      };
+      rows.push(row);
+      // An anonymous event has nobody to enrol: it fires nothing, now or when its visitor is identified later.
+      if (w.fireTrigger && contactId) {
+        facts.push({
+          workspaceId: w.workspaceId,
+          triggerType: triggerTypeForEvent(w.eventName),
+          eventName: w.eventName,
+          contactId,
+          subjectType: 'event',
+          subjectId: row.id,
+          source: w.source,
+          at: now,
+        });
+      }
+      return { record: events.toRecord(row as unknown as Record<string, unknown>) };
+    });
+    await events.insert(trx, rows);
+    await outbox.record(trx, facts);
+    return results;
+  };
+
+  async function record(write: EventWrite): Promise<EventRecord> {
+    const result = await writer.submit(recordEvents, write);
+    if ('error' in result) throw new NotFoundError(result.error);
+    return result.record;
+  }
+
+  return {
+    recordEvents,
+
+    /** POST /collect/event: attach by contact_id, else email (created if unseen), else anonymous_id. */
+    async collect(workspaceId: string, body: unknown): Promise<EventRecord> {
+      const input = parseInput(collectEventSchema, body);
+      let owner: EventOwner;
+      if (input.contact_id) owner = { contactId: input.contact_id };
+      else if (input.email) owner = { email: input.email, ...(input.anonymous_id ? { anonymousId: input.anonymous_id } : {}) };
+      else if (input.anonymous_id) owner = { anonymousId: input.anonymous_id };
+      else throw new ValidationError('invalid request: one of email, contact_id or anonymous_id is required');
+      return record({
+        workspaceId,
+        owner,
+        eventName: input.event_name,
+        properties: input.properties ?? {},
+        source: input.source ?? null,
+        occurredAt: Date.now(),
+        fireTrigger: true,
+        contactSource: COLLECT_SOURCE,
+      });
+    },
+
+    /** POST /api/v1/events: an event for a known contact of this workspace. */
+    async create(workspaceId: string, body: unknown): Promise<EventRecord> {
+      const input = parseInput(createEventSchema, body);
+      return record({
+        workspaceId,
+        owner: { contactId: input.contact_id },
+        eventName: input.event_name,
+        properties: input.properties ?? {},
+        source: input.source ?? null,
+        occurredAt: Date.now(),
+        fireTrigger: true,
+        contactSource: COLLECT_SOURCE,
+      });
+    },
+
+    async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<EventRecord>> {
+      const filter = parseInput(eventListQuerySchema, query);
+      const { rows, total } = await events.list(knex, workspaceId, filter, paging);
+      return { data: rows, meta: { page: paging.page, perPage: paging.perPage, total } };
+    },
+  };
+}
+
+export type EventService = ReturnType<typeof createEventService>;

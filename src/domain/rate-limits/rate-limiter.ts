@@ -1,0 +1,42 @@
+import type { CounterStore } from './counter-store.js';
+import { decide, windowStartOf, type RateLimitDecision } from './sliding-window.js';
+
+/** One budget a request spends from: a key (scope and subject, e.g. `collect:ip:1.2.3.4`) and its limit. */
+export interface RateLimitBudget {
+  key: string;
+  /** Requests per rolling minute; 0 disables the budget. */
+  limit: number;
+}
+
+/**
+ * Spends one request from every budget at once. The request passes only if every budget allows it; if one
+ * refuses, the request is taken back from all of them. The decision returned is the tightest one, which is
+ * what the `RateLimit-*` headers report.
+ */
+export function createRateLimiter(store: CounterStore, clock: () => number = Date.now) {
+  return {
+    async spend(budgets: RateLimitBudget[]): Promise<RateLimitDecision | null> {
+      const active = budgets.filter((b) => b.limit > 0);
+      if (active.length === 0) return null;
+      const now = clock();
+      const start = windowStartOf(now);
+      const counts = await store.increment(
+        active.map((b) => b.key),
+        start,
+      );
+      const decisions = active.map((b, i) => decide(b.limit, counts[i]!, now));
+      const refused = decisions.filter((d) => !d.allowed);
+      if (refused.length > 0) {
+        store.release(
+          active.map((b) => b.key),
+          start,
+        );
+        return refused.reduce((a, b) => (b.retryAfterSeconds > a.retryAfterSeconds ? b : a));
+      }
+      return decisions.reduce((a, b) => (b.remaining < a.remaining ? b : a));
+    },
+    close: () => store.close(),
+  };
+}
+
+export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -1,0 +1,26 @@
+import { z } from 'zod';
+
+export const DEFAULT_PER_PAGE = 50;
+export const MAX_PER_PAGE = 500;
+
+/** `page` is 1-based; `perPage` above the maximum is clamped, not refused. */
+export const pagingSchema = z.object({
+  page: z.coerce.number().int().min(1).default(1),
+  perPage: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_PER_PAGE)
+    .transform((n) => Math.min(n, MAX_PER_PAGE)),
+});
+
+export type Paging = z.infer<typeof pagingSchema>;
+
+export interface Page<T> {
+  data: T[];
+  meta: { page: number; perPage: number; total: number };
+}
+
+export function offsetOf(paging: Paging): number {
+  return (paging.page - 1) * paging.perPage;
+}

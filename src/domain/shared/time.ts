@@ -1,0 +1,15 @@
+/** Times are stored as epoch milliseconds (one integer column kind on both databases) and shown as RFC 3339. */
+export function toIso(ms: number | string | null | undefined): string | null {
+  if (ms === null || ms === undefined) return null;
+  return new Date(Number(ms)).toISOString();
+}
+
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:?\d{2})?$/;
+
+/** Parses RFC 3339 (and `YYYY-MM-DD HH:MM:SS`, read as UTC); null when the text is not such a time. */
+export function parseTimestamp(text: string): number | null {
+  if (!RFC3339.test(text)) return null;
+  const hasZone = /([Zz]|[+-]\d{2}:?\d{2})$/.test(text);
+  const ms = Date.parse(hasZone ? text.replace(' ', 'T') : `${text.replace(' ', 'T')}Z`);
+  return Number.isFinite(ms) ? ms : null;
+}

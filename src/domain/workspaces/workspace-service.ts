@@ -1,0 +1,70 @@
+import type { Knex } from 'knex';
+import type { ApiKeyService, CreatedApiKey } from '../api-keys/api-key-service.js';
+import { NotFoundError, UsageError } from '../errors.js';
+import type { CreatedIntegration, IntegrationService } from '../integrations/integration-service.js';
+import { randomToken, uuidv7 } from '../shared/ids.js';
+import { TtlCache } from '../shared/ttl-cache.js';
+import { parseInput } from '../shared/validate.js';
+import { createWorkspaceSchema, type Workspace } from './workspace.schema.js';
+import type { WorkspaceStore } from './workspace-store.js';
+
+export interface BootstrappedWorkspace {
+  workspace: Workspace;
+  apiKey: CreatedApiKey;
+  integration: CreatedIntegration;
+}
+
+export function createWorkspaceService(deps: {
+  knex: Knex;
+  store: WorkspaceStore;
+  apiKeys: ApiKeyService;
+  integrations: IntegrationService;
+}) {
+  const { knex, store, apiKeys, integrations } = deps;
+  // A site id never moves to another workspace, so the Collect API's lookup is cached.
+  const bySiteId = new TtlCache<string, Workspace>(30_000);
+
+  return {
+    /** `emk init`: a workspace with its site id, one API key and an active Website integration. */
+    async bootstrap(input: unknown): Promise<BootstrappedWorkspace> {
+      const { name, domain } = parseInput(createWorkspaceSchema, input);
+      return knex.transaction(async (trx) => {
+        const id = uuidv7();
+        await store.insert(trx, { id, name, site_id: `site_${randomToken(20)}`, created_at: Date.now() });
+        const apiKey = await apiKeys.create(trx, id);
+        const integration = await integrations.create(trx, id, { platform: 'website', domain });
+        return { workspace: (await store.findById(trx, id))!, apiKey, integration };
+      });
+    },
+
+    /** The Collect API's credential: 404 for a site id no workspace has. */
+    async findBySiteId(siteId: string): Promise<Workspace> {
+      const cached = bySiteId.get(siteId);
+      if (cached) return cached;
+      const workspace = await store.findBySiteId(knex, siteId);
+      if (!workspace) throw new NotFoundError('unknown site_id');
+      bySiteId.set(siteId, workspace);
+      return workspace;
+    },
+
+    async get(id: string): Promise<Workspace> {
+      const workspace = await store.findById(knex, id);
+      if (!workspace) throw new NotFoundError('workspace not found');
+      return workspace;
+    },
+
+    list: () => store.list(knex),
+
+    /** The CLI's `--workspace`: the given one, else the only one there is. */
+    async resolve(id: string | undefined): Promise<Workspace> {
+      if (id) return this.get(id);
+      const all = await store.list(knex);
+      if (all.length === 1) return all[0]!;
+      throw new UsageError(
+        all.length === 0 ? 'no workspace yet: run `emk init` first' : 'several workspaces: pass --workspace <id>',
+      );
+    },
+  };
+}
+
+export type WorkspaceService = ReturnType<typeof createWorkspaceService>;

@@ -1,0 +1,46 @@
+import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { toIso } from '../shared/time.js';
+import type { Workspace } from './workspace.schema.js';
+
+interface WorkspaceRow {
+  id: string;
+  name: string;
+  site_id: string;
+  click_window_days: number;
+  open_window_days: number;
+  contact_limit: number | null;
+  created_at: number;
+}
+
+export function createWorkspaceStore(dialect: Dialect) {
+  const toWorkspace = (row: WorkspaceRow): Workspace => ({
+    id: row.id,
+    name: row.name,
+    site_id: row.site_id,
+    click_window_days: dialect.readNumber(row.click_window_days),
+    open_window_days: dialect.readNumber(row.open_window_days),
+    contact_limit: row.contact_limit === null ? null : dialect.readNumber(row.contact_limit),
+    created_at: toIso(row.created_at)!,
+  });
+
+  return {
+    async insert(db: Knex | Knex.Transaction, row: { id: string; name: string; site_id: string; created_at: number }) {
+      await db('workspaces').insert(row);
+    },
+    async findById(db: Knex | Knex.Transaction, id: string): Promise<Workspace | null> {
+      const row = await db<WorkspaceRow>('workspaces').where({ id }).first();
+      return row ? toWorkspace(row) : null;
+    },
+    async findBySiteId(db: Knex | Knex.Transaction, siteId: string): Promise<Workspace | null> {
+      const row = await db<WorkspaceRow>('workspaces').where({ site_id: siteId }).first();
+      return row ? toWorkspace(row) : null;
+    },
+    async list(db: Knex | Knex.Transaction): Promise<Workspace[]> {
+      const rows = await db<WorkspaceRow>('workspaces').orderBy('created_at');
+      return rows.map(toWorkspace);
+    },
+  };
+}
+
+export type WorkspaceStore = ReturnType<typeof createWorkspaceStore>;

@@ -1,0 +1,57 @@
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { EmkConfig } from '../domain/config.js';
+import type { Services } from '../domain/create-services.js';
+import { registerApiKeyAuth } from './plugins/api-key-auth.js';
+import { registerCors } from './plugins/cors.js';
+import { DrainGate } from './plugins/drain.js';
+import { registerErrorHandling } from './plugins/errors.js';
+import { registerJsonBody } from './plugins/json-body.js';
+import { registerRateLimits } from './plugins/rate-limit.js';
+import { requestIdOf, registerRequestId } from './plugins/request-id.js';
+import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
+import { collectRoutes } from './routes/collect/collect-routes.js';
+import { contactRoutes } from './routes/contacts/contact-routes.js';
+import { eventRoutes } from './routes/events/event-routes.js';
+
+/** CONTRACT §3: bodies above 5 MiB are refused with 413. */
+export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
+
+export interface AppOptions {
+  services: Services;
+  config: EmkConfig;
+  drain?: DrainGate;
+  logLevel?: string;
+}
+
+/** The HTTP face of emk. Thin: every route validates, calls one domain function and shapes the reply. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { services, config } = options;
+  const drain = options.drain ?? new DrainGate();
+  const app = Fastify({
+    bodyLimit: BODY_LIMIT_BYTES,
+    trustProxy: config.trustProxy,
+    genReqId: requestIdOf,
+    // Draining is answered by the DrainGate, with the body and Retry-After the contract asks for.
+    return503OnClosing: false,
+    logger: { level: options.logLevel ?? process.env.EMK_LOG_LEVEL ?? 'warn' },
+  });
+
+  registerErrorHandling(app);
+  registerRequestId(app);
+  drain.register(app);
+  registerCors(app, ['/collect/']);
+  registerRateLimits(app, services.rateLimiter, config.limits);
+  registerJsonBody(app);
+
+  await app.register(collectRoutes(services));
+  await app.register(
+    async (api) => {
+      registerApiKeyAuth(api, services.apiKeys);
+      await api.register(eventRoutes(services));
+      await api.register(contactRoutes(services));
+      await api.register(apiKeyRoutes(services));
+    },
+    { prefix: '/api/v1' },
+  );
+  return app;
+}
