@@ -1,0 +1,102 @@
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe } from 'vitest';
+import { loadConfig, type EmkConfig } from '../../src/domain/config.js';
+import { createServices, type Services } from '../../src/domain/create-services.js';
+import { openDatabase } from '../../src/domain/db/database.js';
+import { buildApp } from '../../src/server/app.js';
+import { createTestDatabase, DIALECTS, type DialectName, type TestDatabase } from './test-databases.js';
+
+/** Rate limits off unless a test turns them on: tests fire many requests from one address. */
+export const NO_LIMITS: Record<string, string> = {
+  EMK_LIMIT_WEBHOOK_PER_INTEGRATION: '0',
+  EMK_LIMIT_WEBHOOK_PER_IP: '0',
+  EMK_LIMIT_COLLECT_PER_IP: '0',
+  EMK_LIMIT_COLLECT_PER_SITE: '0',
+  EMK_LIMIT_COLLECT_PER_IP_SITE: '0',
+  EMK_LIMIT_AUTH_PER_IP: '0',
+  EMK_LIMIT_CP_PER_IP: '0',
+};
+
+export interface TestWorkspace {
+  id: string;
+  siteId: string;
+  apiKey: string;
+  integrationId: string;
+  integrationKey: string;
+}
+
+export interface Harness {
+  dialect: DialectName;
+  database: TestDatabase;
+  services: Services;
+  app: FastifyInstance;
+  config: EmkConfig;
+  /** A new workspace, so tests in one file stay apart. */
+  workspace(name?: string): Promise<TestWorkspace>;
+  /** `app.inject` with a JSON body and the workspace's API key when given. */
+  request(options: InjectOptions & { key?: string; json?: unknown }): Promise<LightMyRequestResponse>;
+}
+
+export async function createHarness(dialect: DialectName, env: Record<string, string> = {}): Promise<Harness> {
+  const database = await createTestDatabase(dialect);
+  const config = loadConfig({ ...NO_LIMITS, ...env, EMK_DATABASE_URL: database.url, EMK_LOG_LEVEL: 'silent' });
+  const services = createServices(openDatabase(config.databaseUrl));
+  const app = await buildApp({ services, config, logLevel: 'silent' });
+  return {
+    dialect,
+    database,
+    services,
+    app,
+    config,
+    async workspace(name = 'Test shop') {
+      const { workspace, apiKey, integration } = await services.workspaces.bootstrap({ name, domain: 'shop.test' });
+      return {
+        id: workspace.id,
+        siteId: workspace.site_id,
+        apiKey: apiKey.key,
+        integrationId: integration.id,
+        integrationKey: integration.api_key,
+      };
+    },
+    request({ key, json, headers, ...options }) {
+      return app.inject({
+        ...options,
+        headers: {
+          ...(key ? { 'x-api-key': key } : {}),
+          ...(json !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
+        ...(json !== undefined ? { payload: JSON.stringify(json) } : {}),
+      } as InjectOptions);
+    },
+  };
+}
+
+export async function closeHarness(harness: Harness): Promise<void> {
+  await harness.app.close();
+  await harness.services.close();
+  await harness.database.drop();
+}
+
+/**
+ * Defines the suite once per database dialect, each on a database of its own. The harness is available
+ * inside tests (after beforeAll) through the getter.
+ */
+export function describeEachDatabase(
+  name: string,
+  define: (h: () => Harness, dialect: DialectName) => void,
+  env: Record<string, string> = {},
+): void {
+  for (const dialect of DIALECTS) {
+    describe(`${name} [${dialect}]`, () => {
+      let harness: Harness | undefined;
+      beforeAll(async () => {
+        harness = await createHarness(dialect, env);
+      });
+      afterAll(async () => {
+        if (harness) await closeHarness(harness);
+      });
+      define(() => harness!, dialect);
+    });
+  }
+}
