@@ -76,6 +76,7 @@ export function createContactService(deps: {
         subscriptionStatus: w.statusOnCreate,
         source: w.sourceOnCreate,
       })),
+      { lock: true },
     );
     // Later writes of one email in the same group build on earlier ones: the first may have created it.
     const seen = new Set<string>();

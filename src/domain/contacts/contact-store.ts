@@ -50,11 +50,11 @@ export function createContactStore(dialect: Dialect) {
     orders_count: dialect.readNumber(raw.orders_count),
   });
 
-  async function selectByKeys(db: Db, pairs: [string, string][]): Promise<ContactRow[]> {
+  async function selectByKeys(db: Db, pairs: [string, string][], lock: boolean): Promise<ContactRow[]> {
     const rows: ContactRow[] = [];
     for (const part of chunk(pairs, PAIRS_PER_QUERY)) {
       const query = db('contacts').whereIn(['workspace_id', 'email_key'], part).orderBy('id');
-      rows.push(...(await dialect.forUpdate(query)).map(fromRow));
+      rows.push(...(await (lock ? dialect.forUpdate(query) : query)).map(fromRow));
     }
     return rows;
   }
@@ -96,9 +96,10 @@ export function createContactStore(dialect: Dialect) {
     /**
      * Finds the contact of each seed's email, creating the missing ones. Race-free: creation is an insert
      * that yields to the unique (workspace_id, email_key) index, and a lost race re-reads the winner's row.
-     * Rows are locked (PostgreSQL) and keys sorted, so concurrent batches cannot deadlock.
+     * With `lock`, for callers that go on to change the rows, existing rows stay locked (PostgreSQL) until the
+     * transaction ends; keys are taken in sorted order, so concurrent batches cannot deadlock.
      */
-    async ensure(db: Db, seeds: ContactSeed[]): Promise<Map<string, EnsuredContact>> {
+    async ensure(db: Db, seeds: ContactSeed[], { lock }: { lock: boolean }): Promise<Map<string, EnsuredContact>> {
       const firstSeed = new Map<string, ContactSeed>();
       for (const seed of seeds) {
         const key = contactKey(seed.workspaceId, seed.email);
@@ -110,7 +111,7 @@ export function createContactStore(dialect: Dialect) {
       const remember = (row: ContactRow, created: boolean) =>
         found.set(`${row.workspace_id}\u0000${row.email_key}`, { row, created });
 
-      for (const row of await selectByKeys(db, keys.map(pairOf))) remember(row, false);
+      for (const row of await selectByKeys(db, keys.map(pairOf), lock)) remember(row, false);
       const now = Date.now();
       const missing: ContactRow[] = keys
         .filter((key) => !found.has(key))
@@ -163,7 +164,7 @@ export function createContactStore(dialect: Dialect) {
           created_at: now,
         })),
       );
-      for (const row of await selectByKeys(db, lostRaces)) remember(row, false);
+      for (const row of await selectByKeys(db, lostRaces, lock)) remember(row, false);
       return found;
     },
 

@@ -82,6 +82,8 @@ export function createEventService(deps: {
             ]
           : [],
       ),
+      // Events only read the contact: no row lock needed.
+      { lock: false },
     );
 
     const anonymousOwners = await contacts.ownersOfAnonymousIds(

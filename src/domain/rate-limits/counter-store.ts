@@ -120,7 +120,7 @@ export function createDatabaseCounterStore(knex: Knex, dialect: Dialect): Counte
         const id = slot(total.key, Number(total.window_start));
         const entry = batch.get(id)!;
         // Hand out the positions this flush added, in arrival order.
-        let position = Number(total.count) - entry.delta;
+        let position = Number(total.count) - entry.waiters.length;
         for (const waiter of entry.waiters) waiter({ previous: previousOf.get(id) ?? 0, current: ++position });
       }
       const now = Date.now();

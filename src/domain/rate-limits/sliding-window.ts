@@ -23,36 +23,35 @@ export function windowStartOf(now: number): number {
 }
 
 /**
- * Requests in the rolling minute ending now: the current window's count plus the share of the previous
- * window that still lies inside the last 60 seconds.
+ * Requests in the rolling minute ending now, scaled by WINDOW_MS so the arithmetic stays in whole numbers:
+ * the current window's count plus the share of the previous window still inside the last 60 seconds.
  */
-function rollingCount(counts: WindowCounts, elapsedFraction: number): number {
-  return counts.previous * (1 - elapsedFraction) + counts.current;
+function scaledRollingCount(counts: WindowCounts, elapsed: number): number {
+  return counts.previous * (WINDOW_MS - elapsed) + counts.current * WINDOW_MS;
 }
 
 export function decide(limit: number, counts: WindowCounts, now: number): RateLimitDecision {
   const elapsed = now - windowStartOf(now);
-  const fraction = elapsed / WINDOW_MS;
-  const estimate = rollingCount(counts, fraction);
+  const scaled = scaledRollingCount(counts, elapsed);
   const resetSeconds = Math.max(1, Math.ceil((WINDOW_MS - elapsed) / 1000));
-  if (estimate <= limit) {
-    return { allowed: true, limit, remaining: Math.max(0, Math.floor(limit - estimate)), resetSeconds, retryAfterSeconds: 0 };
+  if (scaled <= limit * WINDOW_MS) {
+    const remaining = Math.max(0, Math.floor((limit * WINDOW_MS - scaled) / WINDOW_MS));
+    return { allowed: true, limit, remaining, resetSeconds, retryAfterSeconds: 0 };
   }
   return { allowed: false, limit, remaining: 0, resetSeconds, retryAfterSeconds: secondsUntilAllowed(limit, counts, elapsed) };
 }
 
-/** How long until one more request fits, if nothing else arrives (this rejected one is not counted). */
+/** How long until one more request fits, if nothing else arrives (this refused one is not counted). */
 function secondsUntilAllowed(limit: number, counts: WindowCounts, elapsed: number): number {
   const accepted = counts.current - 1;
   let waitMs: number;
   if (accepted + 1 <= limit && counts.previous > 0) {
     // The previous window's share must shrink enough.
-    const neededFraction = 1 - (limit - accepted - 1) / counts.previous;
-    waitMs = neededFraction * WINDOW_MS - elapsed;
+    waitMs = WINDOW_MS - Math.floor(((limit - accepted - 1) * WINDOW_MS) / counts.previous) - elapsed;
   } else {
     // Wait for the next window, where this window's count becomes the shrinking previous share.
-    const neededFraction = accepted > 0 ? Math.max(0, 1 - (limit - 1) / accepted) : 0;
-    waitMs = WINDOW_MS - elapsed + neededFraction * WINDOW_MS;
+    const needed = accepted > 0 ? Math.max(0, WINDOW_MS - Math.floor(((limit - 1) * WINDOW_MS) / accepted)) : 0;
+    waitMs = WINDOW_MS - elapsed + needed;
   }
   return Math.max(1, Math.ceil(waitMs / 1000));
 }
