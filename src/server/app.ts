@@ -4,7 +4,7 @@ import type { Services } from '../domain/create-services.js';
 import { registerApiKeyAuth } from './plugins/api-key-auth.js';
 import { registerCors } from './plugins/cors.js';
 import { DrainGate } from './plugins/drain.js';
-import { registerErrorHandling } from './plugins/errors.js';
+import { answerRoutingError, registerErrorHandling } from './plugins/errors.js';
 import { registerJsonBody } from './plugins/json-body.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
 import { requestIdOf, registerRequestId } from './plugins/request-id.js';
@@ -33,6 +33,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     genReqId: requestIdOf,
     // Draining is answered by the DrainGate, with the body and Retry-After the contract asks for.
     return503OnClosing: false,
+    // URLs the router cannot take apart still answer in the contract's envelope, with X-Request-Id.
+    frameworkErrors: answerRoutingError,
     logger: { level: options.logLevel ?? process.env.EMK_LOG_LEVEL ?? 'warn' },
   });
 

@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyInstance } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { EmkError, RateLimitedError, UnavailableError } from '../../domain/errors.js';
 
 interface HttpFailure {
@@ -53,4 +53,16 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setNotFoundHandler((request, reply) => {
     reply.code(404).send({ error: 'not found', request_id: request.id });
   });
+}
+
+/**
+ * Failures of Fastify's router (a malformed percent-escape, a path parameter longer than any id) happen
+ * before any hook runs; they get the same envelope. An over-long id cannot exist: 404.
+ */
+export function answerRoutingError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  const notFound = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+  void reply
+    .header('x-request-id', request.id)
+    .code(notFound ? 404 : 400)
+    .send({ error: notFound ? 'not found' : 'invalid request: malformed URL', request_id: request.id });
 }

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 
-const ACCEPTED_REQUEST_ID = /^[\w.:@+/=-]{1,128}$/;
+// Any printable ASCII: it is echoed in a header, where nothing else could travel anyway.
+const ACCEPTED_REQUEST_ID = /^[\x20-\x7e]{1,200}$/;
 
-/** The caller's `X-Request-Id` when it is a sane token, else a fresh one. */
+/** The caller's `X-Request-Id` when it is printable and of sane length, else a fresh one. */
 export function requestIdOf(request: IncomingMessage): string {
   const sent = request.headers['x-request-id'];
   return typeof sent === 'string' && ACCEPTED_REQUEST_ID.test(sent) ? sent : randomUUID();
