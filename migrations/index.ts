@@ -3,6 +3,12 @@ import * as createWorkspaces from './202611211000_create_workspaces.js';
 import * as createContacts from './202611211001_create_contacts.js';
 import * as createEvents from './202611211002_create_events.js';
 import * as createRateLimitCounters from './202611211003_create_rate_limit_counters.js';
+import * as addWorkspaceSecret from './202611211100_add_workspace_secret.js';
+import * as createProducts from './202611211101_create_products.js';
+import * as createOrders from './202611211102_create_orders.js';
+import * as createCarts from './202611211103_create_carts.js';
+import * as createWebhookDeliveries from './202611211104_create_webhook_deliveries.js';
+import * as createEngagements from './202611211105_create_engagements.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -18,4 +24,10 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211001_create_contacts', createContacts],
   ['202611211002_create_events', createEvents],
   ['202611211003_create_rate_limit_counters', createRateLimitCounters],
+  ['202611211100_add_workspace_secret', addWorkspaceSecret],
+  ['202611211101_create_products', createProducts],
+  ['202611211102_create_orders', createOrders],
+  ['202611211103_create_carts', createCarts],
+  ['202611211104_create_webhook_deliveries', createWebhookDeliveries],
+  ['202611211105_create_engagements', createEngagements],
 ];

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { ApiKeyService, CreatedApiKey } from '../api-keys/api-key-service.js';
 import { NotFoundError, UsageError } from '../errors.js';
@@ -30,7 +31,13 @@ export function createWorkspaceService(deps: {
       const { name, domain } = parseInput(createWorkspaceSchema, input);
       return knex.transaction(async (trx) => {
         const id = uuidv7();
-        await store.insert(trx, { id, name, site_id: `site_${randomToken(20)}`, created_at: Date.now() });
+        await store.insert(trx, {
+          id,
+          name,
+          site_id: `site_${randomToken(20)}`,
+          secret: randomBytes(32).toString('hex'),
+          created_at: Date.now(),
+        });
         const apiKey = await apiKeys.create(trx, id);
         const integration = await integrations.create(trx, id, { platform: 'website', domain });
         return { workspace: (await store.findById(trx, id))!, apiKey, integration };

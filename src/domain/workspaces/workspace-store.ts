@@ -25,7 +25,10 @@ export function createWorkspaceStore(dialect: Dialect) {
   });
 
   return {
-    async insert(db: Knex | Knex.Transaction, row: { id: string; name: string; site_id: string; created_at: number }) {
+    async insert(
+      db: Knex | Knex.Transaction,
+      row: { id: string; name: string; site_id: string; secret: string; created_at: number },
+    ) {
       await db('workspaces').insert(row);
     },
     async findById(db: Knex | Knex.Transaction, id: string): Promise<Workspace | null> {
