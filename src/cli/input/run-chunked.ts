@@ -1,0 +1,60 @@
+import pLimit from 'p-limit';
+import { chunksOf, readRecords, type InputRow } from './record-reader.js';
+
+/** What one chunk did: counters to add up, and the rows it refused with their reasons. */
+export interface ChunkOutcome {
+  counts: Record<string, number>;
+  errors: RowError[];
+}
+
+export interface RowError {
+  line: number;
+  error: string;
+  record?: Record<string, unknown>;
+}
+
+export interface ChunkedSummary {
+  rows: number;
+  counts: Record<string, number>;
+  errors: RowError[];
+}
+
+/**
+ * Streams a file through a domain function in chunks, `concurrency` chunks in flight at most (the reader
+ * waits, so memory stays bounded). Each chunk commits on its own: a crash loses no committed chunk.
+ */
+export async function runChunked(
+  path: string,
+  options: {
+    chunkSize?: number;
+    concurrency?: number;
+    handle: (rows: InputRow[]) => Promise<ChunkOutcome>;
+    onProgress?: (summary: ChunkedSummary) => void;
+  },
+): Promise<ChunkedSummary> {
+  const { chunkSize = 1000, concurrency = 4, handle, onProgress } = options;
+  const limit = pLimit(concurrency);
+  const summary: ChunkedSummary = { rows: 0, counts: {}, errors: [] };
+  const inFlight = new Set<Promise<void>>();
+  let failure: unknown = null;
+
+  for await (const rows of chunksOf(readRecords(path), chunkSize)) {
+    if (failure) break;
+    const task = limit(async () => {
+      const outcome = await handle(rows);
+      summary.rows += rows.length;
+      for (const [key, n] of Object.entries(outcome.counts)) summary.counts[key] = (summary.counts[key] ?? 0) + n;
+      summary.errors.push(...outcome.errors);
+      onProgress?.(summary);
+    }).catch((error: unknown) => {
+      failure ??= error;
+    });
+    inFlight.add(task);
+    void task.finally(() => inFlight.delete(task));
+    if (inFlight.size >= concurrency) await Promise.race(inFlight);
+  }
+  await Promise.all(inFlight);
+  if (failure) throw failure;
+  summary.errors.sort((a, b) => a.line - b.line);
+  return summary;
+}
