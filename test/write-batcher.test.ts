@@ -29,7 +29,7 @@ for (const dialect of DIALECTS) {
     };
 
     it('commits the writes of concurrent callers in a few transactions, answering each in order', async () => {
-      const writer = new WriteBatcher(db.knex);
+      const writer = new WriteBatcher(db);
       transactions = 0;
       const results = await Promise.all(Array.from({ length: 300 }, (_, i) => writer.submit(insertProbe, `a${i}`)));
       expect(results).toEqual(Array.from({ length: 300 }, (_, i) => `stored:a${i}`));
@@ -39,7 +39,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('answers only after the commit: the row is readable from another connection when the promise resolves', async () => {
-      const writer = new WriteBatcher(db.knex);
+      const writer = new WriteBatcher(db);
       await writer.submit(insertProbe, 'durable-1');
       const other = openDatabase(database.url);
       try {
@@ -50,7 +50,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a failing item fails alone; the rest of its group is committed', async () => {
-      const writer = new WriteBatcher(db.knex);
+      const writer = new WriteBatcher(db);
       await writer.submit(insertProbe, 'dup');
       const outcomes = await Promise.allSettled(['b1', 'dup', 'b2', 'b3'].map((v) => writer.submit(insertProbe, v)));
       expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
@@ -59,7 +59,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('run(): a unit that throws is undone alone (savepoint), its neighbours commit', async () => {
-      const writer = new WriteBatcher(db.knex);
+      const writer = new WriteBatcher(db);
       const outcomes = await Promise.allSettled([
         writer.run((trx) => trx('batch_probe').insert({ value: 'u1' })),
         writer.run(async (trx) => {
@@ -75,7 +75,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('drain() waits for everything submitted', async () => {
-      const writer = new WriteBatcher(db.knex);
+      const writer = new WriteBatcher(db);
       const pending = Array.from({ length: 50 }, (_, i) => writer.submit(insertProbe, `c${i}`));
       await writer.drain();
       expect(await db.knex('batch_probe').where('value', 'like', 'c%')).toHaveLength(50);

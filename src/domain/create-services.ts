@@ -15,13 +15,19 @@ import { createWorkspaceStore } from './workspaces/workspace-store.js';
 /** The one composition root: the server and every CLI command build their services here. */
 export function createServices(db: Database) {
   const { knex, dialect } = db;
-  const writer = new WriteBatcher(knex);
+  const writer = new WriteBatcher(db);
   const contactStore = createContactStore(dialect);
   const eventStore = createEventStore(dialect);
   const outbox = createTriggerOutbox(dialect);
   const apiKeys = createApiKeyService({ knex });
   const integrations = createIntegrationService({ knex, dialect });
-  const workspaces = createWorkspaceService({ knex, store: createWorkspaceStore(dialect), apiKeys, integrations });
+  const workspaces = createWorkspaceService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: createWorkspaceStore(dialect),
+    apiKeys,
+    integrations,
+  });
   const contacts = createContactService({ knex, writer, contacts: contactStore, events: eventStore });
   const events = createEventService({ knex, writer, events: eventStore, contacts: contactStore, outbox });
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.

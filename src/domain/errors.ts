@@ -48,6 +48,13 @@ export class ConflictError extends EmkError {
   }
 }
 
+/** A workspace limit (its contact limit) forbids the write. */
+export class LimitReachedError extends EmkError {
+  constructor(message: string) {
+    super(message, 'limit_reached', 403);
+  }
+}
+
 export class PayloadTooLargeError extends EmkError {
   constructor() {
     super('payload too large', 'payload_too_large', 413);

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
-import { NotFoundError } from '../errors.js';
+import { LimitReachedError, NotFoundError } from '../errors.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Page, Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
@@ -28,10 +28,13 @@ interface ContactWrite {
   anonymousId?: string;
 }
 
-interface ContactWriteResult {
-  contactId: string;
-  email: string;
-  created: boolean;
+type ContactWriteResult = { contactId: string; email: string; created: boolean } | { error: 'contact limit reached' };
+
+const CONTACT_LIMIT_REACHED = 'contact limit reached';
+
+function written(result: ContactWriteResult) {
+  if ('error' in result) throw new LimitReachedError(result.error);
+  return result;
 }
 
 const isEmpty = (value: unknown) => value === undefined || value === null || value === '';
@@ -81,9 +84,10 @@ export function createContactService(deps: {
     // Later writes of one email in the same group build on earlier ones: the first may have created it.
     const seen = new Set<string>();
     const dirty = new Map<string, EnsuredContact>();
-    const results = writes.map((w) => {
+    const results = writes.map((w): ContactWriteResult => {
       const key = contactKey(w.workspaceId, w.email);
-      const contact = ensured.get(key)!;
+      const contact = ensured.get(key);
+      if (!contact) return { error: CONTACT_LIMIT_REACHED };
       const createdHere = contact.created && !seen.has(key);
       seen.add(key);
       if (!createdHere) {
@@ -99,9 +103,12 @@ export function createContactService(deps: {
       await contacts.update(trx, contact.row.id, { properties: contact.row.properties });
     }
 
-    const links = writes.flatMap((w, i) =>
-      w.anonymousId ? [{ workspaceId: w.workspaceId, anonymousId: w.anonymousId, contactId: results[i]!.contactId }] : [],
-    );
+    const links = writes.flatMap((w, i) => {
+      const result = results[i]!;
+      return w.anonymousId && 'contactId' in result
+        ? [{ workspaceId: w.workspaceId, anonymousId: w.anonymousId, contactId: result.contactId }]
+        : [];
+    });
     const owners = await contacts.linkAnonymousIds(trx, links);
     for (const link of links) {
       if (owners.get(`${link.workspaceId}\u0000${link.anonymousId}`) !== link.contactId) continue;
@@ -122,29 +129,33 @@ export function createContactService(deps: {
     /** POST /collect/identify: properties set on create or where empty; `anonymous_id` merged. */
     async identify(workspaceId: string, body: unknown): Promise<{ contact_id: string; email: string }> {
       const input = parseInput(identifySchema, body);
-      const result = await writer.submit(writeContacts, {
-        workspaceId,
-        email: input.email,
-        properties: input.properties ?? {},
-        merge: 'fill_empty',
-        statusOnCreate: 'non_subscribed',
-        sourceOnCreate: 'collect',
-        ...(input.anonymous_id ? { anonymousId: input.anonymous_id } : {}),
-      });
+      const result = written(
+        await writer.submit(writeContacts, {
+          workspaceId,
+          email: input.email,
+          properties: input.properties ?? {},
+          merge: 'fill_empty',
+          statusOnCreate: 'non_subscribed',
+          sourceOnCreate: 'collect',
+          ...(input.anonymous_id ? { anonymousId: input.anonymous_id } : {}),
+        }),
+      );
       return { contact_id: result.contactId, email: result.email };
     },
 
     /** POST /api/v1/contacts: create, or merge properties into the contact of that email (status untouched). */
     async upsert(workspaceId: string, body: unknown): Promise<{ contact: Contact; created: boolean }> {
       const input = parseInput(upsertContactSchema, body);
-      const result = await writer.submit(writeContacts, {
-        workspaceId,
-        email: input.email,
-        properties: input.properties ?? {},
-        merge: 'overwrite',
-        statusOnCreate: input.subscription_status ?? 'non_subscribed',
-        sourceOnCreate: input.source ?? 'api',
-      });
+      const result = written(
+        await writer.submit(writeContacts, {
+          workspaceId,
+          email: input.email,
+          properties: input.properties ?? {},
+          merge: 'overwrite',
+          statusOnCreate: input.subscription_status ?? 'non_subscribed',
+          sourceOnCreate: input.source ?? 'api',
+        }),
+      );
       return { contact: await getRecord(knex, workspaceId, result.contactId), created: result.created };
     },
 

@@ -75,6 +75,29 @@ export function createContactStore(dialect: Dialect) {
     return byContact;
   }
 
+  /**
+   * The keys (sorted) that may still become contacts: a workspace with a `contact_limit` takes new contacts
+   * only up to it. Several processes creating at the same moment may overshoot by their concurrent inserts.
+   */
+  async function withinContactLimits(db: Db, keys: string[]): Promise<string[]> {
+    if (keys.length === 0) return keys;
+    const workspaceIds = [...new Set(keys.map((key) => key.split('\u0000')[0]!))];
+    const limited = await db('workspaces').whereIn('id', workspaceIds).whereNotNull('contact_limit').select('id', 'contact_limit');
+    if (limited.length === 0) return keys;
+    const room = new Map<string, number>();
+    for (const { id, contact_limit } of limited) {
+      const [{ n }] = (await db('contacts').where({ workspace_id: id }).count({ n: '*' })) as [{ n: number | string }];
+      room.set(id, Math.max(0, dialect.readNumber(contact_limit) - Number(n)));
+    }
+    return keys.filter((key) => {
+      const workspaceId = key.split('\u0000')[0]!;
+      const left = room.get(workspaceId);
+      if (left === undefined) return true;
+      room.set(workspaceId, left - 1);
+      return left > 0;
+    });
+  }
+
   function toContact(row: ContactRow, anonymousIds: string[]): Contact {
     return {
       id: row.id,
@@ -94,7 +117,8 @@ export function createContactStore(dialect: Dialect) {
     fromRow,
 
     /**
-     * Finds the contact of each seed's email, creating the missing ones. Race-free: creation is an insert
+     * Finds the contact of each seed's email, creating the missing ones. A seed whose contact would pass the
+     * workspace's contact limit is left out of the result. Race-free: creation is an insert
      * that yields to the unique (workspace_id, email_key) index, and a lost race re-reads the winner's row.
      * With `lock`, for callers that go on to change the rows, existing rows stay locked (PostgreSQL) until the
      * transaction ends; keys are taken in sorted order, so concurrent batches cannot deadlock.
@@ -113,8 +137,8 @@ export function createContactStore(dialect: Dialect) {
 
       for (const row of await selectByKeys(db, keys.map(pairOf), lock)) remember(row, false);
       const now = Date.now();
-      const missing: ContactRow[] = keys
-        .filter((key) => !found.has(key))
+      const creatable = await withinContactLimits(db, keys.filter((key) => !found.has(key)));
+      const missing: ContactRow[] = creatable
         .map((key) => {
           const seed = firstSeed.get(key)!;
           return {

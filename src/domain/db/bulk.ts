@@ -1,9 +1,9 @@
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect/dialect.js';
 
-/** Rows per statement so that one multi-row insert stays under the database's bind-parameter limit. */
+/** Rows per statement so that one multi-row insert stays under the database's bind-parameter and row limits. */
 export function chunkSizeFor(dialect: Dialect, columnsPerRow: number): number {
-  return Math.max(1, Math.floor(dialect.maxBindings / Math.max(1, columnsPerRow)));
+  return Math.max(1, Math.min(dialect.maxRowsPerInsert, Math.floor(dialect.maxBindings / Math.max(1, columnsPerRow))));
 }
 
 export function chunk<T>(items: T[], size: number): T[][] {

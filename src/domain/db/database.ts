@@ -7,6 +7,8 @@ import { postgresDialect } from './dialect/postgres.js';
 export interface Database {
   knex: Knex;
   dialect: Dialect;
+  /** A transaction that will write: every write transaction starts here. */
+  writeTransaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -26,5 +28,14 @@ export function dialectFor(url: string): Dialect {
 export function openDatabase(url: string): Database {
   const dialect = dialectFor(url);
   const knex = knexFactory(dialect.knexConfig());
-  return { knex, dialect, close: () => knex.destroy() };
+  return {
+    knex,
+    dialect,
+    writeTransaction: (work) =>
+      knex.transaction(async (trx) => {
+        await dialect.claimWriteLock(trx);
+        return work(trx);
+      }),
+    close: () => knex.destroy(),
+  };
 }

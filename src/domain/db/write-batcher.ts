@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { EmkError } from '../errors.js';
+import type { Database } from './database.js';
 
 /**
  * Writes a group of items in one transaction and returns one result per item, in order. A handler works
@@ -48,7 +49,7 @@ export class WriteBatcher {
   private flushing: Promise<void> | null = null;
 
   constructor(
-    private readonly knex: Knex,
+    private readonly db: Pick<Database, 'writeTransaction'>,
     private readonly maxBatch = 1000,
   ) {}
 
@@ -89,7 +90,7 @@ export class WriteBatcher {
 
   private async flush(batch: Pending[]): Promise<void> {
     try {
-      const results = await this.knex.transaction((trx) => this.apply(trx, batch));
+      const results = await this.db.writeTransaction((trx) => this.apply(trx, batch));
       batch.forEach((pending, i) => pending.resolve(results[i]));
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error);

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { ContactStore } from '../contacts/contact-store.js';
 import { contactKey } from '../contacts/contact-store.js';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
-import { NotFoundError, ValidationError } from '../errors.js';
+import { LimitReachedError, NotFoundError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../shared/ids.js';
 import type { Page, Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
@@ -31,7 +31,7 @@ export interface EventWrite {
   contactSource: string;
 }
 
-type EventWriteResult = { record: EventRecord } | { error: 'contact not found' };
+type EventWriteResult = { record: EventRecord } | { error: 'contact not found' | 'contact limit reached' };
 
 /** Source of contacts created by an event that names an unseen email through the Collect API. */
 const COLLECT_SOURCE = 'collect';
@@ -104,7 +104,9 @@ export function createEventService(deps: {
         if (!knownIds.has(`${w.workspaceId}\u0000${w.owner.contactId}`)) return { error: 'contact not found' };
         contactId = w.owner.contactId;
       } else if ('email' in w.owner) {
-        contactId = ensured.get(contactKey(w.workspaceId, w.owner.email))!.row.id;
+        const owner = ensured.get(contactKey(w.workspaceId, w.owner.email));
+        if (!owner) return { error: 'contact limit reached' };
+        contactId = owner.row.id;
         anonymousId = w.owner.anonymousId ?? null;
       } else {
         anonymousId = w.owner.anonymousId;
@@ -145,7 +147,9 @@ export function createEventService(deps: {
 
   async function record(write: EventWrite): Promise<EventRecord> {
     const result = await writer.submit(recordEvents, write);
-    if ('error' in result) throw new NotFoundError(result.error);
+    if ('error' in result) {
+      throw result.error === 'contact not found' ? new NotFoundError(result.error) : new LimitReachedError(result.error);
+    }
     return result.record;
   }
 

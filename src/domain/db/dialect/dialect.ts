@@ -10,6 +10,8 @@ export interface Dialect {
   readonly sharedByProcesses: boolean;
   /** Most bind parameters one statement may carry; bulk writes are chunked below it. */
   readonly maxBindings: number;
+  /** Most rows one multi-row INSERT may carry (knex writes SQLite's as a compound SELECT, capped at 500). */
+  readonly maxRowsPerInsert: number;
   knexConfig(): Knex.Config;
   /** Encodes a value for a JSON column (text on SQLite, jsonb on PostgreSQL). */
   writeJson(value: unknown): string;
@@ -25,4 +27,10 @@ export interface Dialect {
    * (rate-limit counters), never for customer data.
    */
   relaxDurability(trx: Knex.Transaction): Promise<void>;
+  /**
+   * Runs first in every write transaction. SQLite: takes the write lock before anything is read, so a
+   * transaction never has to upgrade a read snapshot (which fails at once with SQLITE_BUSY instead of
+   * waiting when another connection wrote meanwhile, e.g. `emk sync-orders` beside `emk serve`).
+   */
+  claimWriteLock(trx: Knex.Transaction): Promise<void>;
 }

@@ -10,6 +10,8 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     name: 'postgres',
     sharedByProcesses: true,
     maxBindings: 65_000,
+    // No row cap of its own: the bind limit is the bound.
+    maxRowsPerInsert: 65_000,
     knexConfig() {
       return { client: 'pg', connection: url, pool: { min: 0, max: poolMax } };
     },
@@ -22,5 +24,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     relaxDurability: async (trx) => {
       await trx.raw('SET LOCAL synchronous_commit = off');
     },
+    // Row locks and MVCC: nothing to claim up front.
+    claimWriteLock: async () => {},
   };
 }

@@ -27,6 +27,8 @@ export function sqliteDialect(filename: string): Dialect {
     sharedByProcesses: false,
     // SQLite 3.32+ allows 32766 host parameters.
     maxBindings: 32_000,
+    // SQLITE_MAX_COMPOUND_SELECT: knex's multi-row insert is `SELECT … UNION ALL SELECT …`.
+    maxRowsPerInsert: 500,
     knexConfig() {
       if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
       return {
@@ -52,5 +54,9 @@ export function sqliteDialect(filename: string): Dialect {
     // A single connection is the single writer: nothing else can change the row mid-transaction.
     forUpdate: (query) => query,
     relaxDurability: async () => {},
+    claimWriteLock: async (trx) => {
+      // A write statement that changes nothing still takes the lock (waiting up to busy_timeout).
+      await trx.raw('UPDATE workspaces SET id = id WHERE 0');
+    },
   };
 }

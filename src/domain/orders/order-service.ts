@@ -1,0 +1,421 @@
+import type { Knex } from 'knex';
+import type { ContactStore } from '../contacts/contact-store.js';
+import { contactKey } from '../contacts/contact-store.js';
+import type { WriteBatcher } from '../db/write-batcher.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import { uuidv7 } from '../shared/ids.js';
+import type { Page, Paging } from '../shared/paging.js';
+import { describeIssue, parseInput } from '../shared/validate.js';
+import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
+import {
+  createOrderSchema,
+  MAX_SYNC_ORDERS,
+  orderListQuerySchema,
+  orderNumberKey,
+  syncOrderSchema,
+  toOrderItem,
+  type Order,
+  type OrderItem,
+  type SyncOrderInput,
+} from './order.schema.js';
+import type { OrderRow, OrderStore } from './order-store.js';
+
+/** What the last-touch engine credits an order to (CONTRACT §4). */
+export interface OrderAttribution {
+  campaign_id: string | null;
+  flow_id: string | null;
+  message_id: string | null;
+  kind: 'click' | 'open';
+}
+
+export type AttributeOrders = (
+  trx: Knex.Transaction,
+  workspaceId: string,
+  orders: Array<{ id: string; contactId: string; orderedAt: number }>,
+) => Promise<Map<string, OrderAttribution | null>>;
+
+/** Which webhook order event (or a historical sync row) a change comes from. */
+export type OrderChangeKind = 'placed' | 'fulfilled' | 'cancelled' | 'refunded' | 'sync';
+
+/** A webhook or sync write to the order with this external id (its upsert key). */
+export interface OrderChange {
+  workspaceId: string;
+  /** The owner if the order is new. An existing order keeps its contact (spec rule 6). */
+  contactId: string;
+  upsertKey: string;
+  origin: 'webhook' | 'sync';
+  platform: string;
+  integrationId: string | null;
+  kind: OrderChangeKind;
+  fields: {
+    order_number?: string | null;
+    total_amount?: number;
+    currency?: string;
+    status?: string;
+    ordered_at?: number;
+    items?: OrderItem[];
+    /** Refunded so far (cumulative). */
+    refunded_amount?: number;
+    /** This refund alone, added to what was refunded before. */
+    refund_amount?: number;
+  };
+  at: number;
+}
+
+export type OrderChangeResult =
+  | { orderId: string; outcome: 'inserted' | 'updated' | 'unchanged' }
+  | { outcome: 'invalid'; error: string };
+
+export interface SyncResult {
+  inserted: number;
+  updated: number;
+  skipped: number;
+  errors: Array<{ index: number; external_id: string | null; error: string }>;
+}
+
+const sameItems = (a: OrderItem[], b: OrderItem[]) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Splits changes into rounds so each round holds one change per order, applied in arrival order. */
+function rounds(changes: OrderChange[]): number[][] {
+  const seen = new Map<string, number>();
+  const out: number[][] = [];
+  changes.forEach((change, i) => {
+    const key = `${change.workspaceId}\u0000${change.upsertKey}`;
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    (out[round] ??= []).push(i);
+  });
+  return out;
+}
+
+export function createOrderService(deps: {
+  knex: Knex;
+  writer: WriteBatcher;
+  orders: OrderStore;
+  contacts: ContactStore;
+  outbox: TriggerOutbox;
+  attributeOrders: AttributeOrders;
+}) {
+  const { knex, writer, orders, contacts, outbox, attributeOrders } = deps;
+
+  /** The stored row after applying a change to an existing order; null when nothing differs. */
+  function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange): Partial<OrderRow> | null {
+    const f = change.fields;
+    const patch: Partial<OrderRow> = {};
+    const total = f.total_amount ?? row.total_amount;
+    if (f.total_amount !== undefined && f.total_amount !== row.total_amount) patch.total_amount = f.total_amount;
+    if (f.currency !== undefined && f.currency !== row.currency) patch.currency = f.currency;
+    if (f.order_number !== undefined && f.order_number !== row.order_number) {
+      patch.order_number = f.order_number;
+      patch.order_number_key = orderNumberKey(f.order_number);
+    }
+    let status = f.status;
+    if (change.kind === 'cancelled') {
+      if (row.cancelled_at === null) patch.cancelled_at = change.at;
+      status ??= 'cancelled';
+    }
+    if (change.kind === 'refunded') {
+      const refunded =
+        f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total);
+      const capped = Math.min(Math.max(refunded, 0), total);
+      if (capped !== row.refunded_amount) patch.refunded_amount = capped;
+      status ??= 'refunded';
+    }
+    if (status !== undefined && status !== row.status) patch.status = status;
+    const itemsChanged = f.items !== undefined && !sameItems(f.items, storedItems);
+    return Object.keys(patch).length > 0 || itemsChanged ? patch : null;
+  }
+
+  function newRow(change: OrderChange): OrderRow | null {
+    const f = change.fields;
+    if (f.total_amount === undefined) return null;
+    const orderNumber = f.order_number ?? null;
+    const total = f.total_amount;
+    const refunded =
+      change.kind === 'refunded' ? Math.min(f.refunded_amount ?? f.refund_amount ?? total, total) : 0;
+    return {
+      id: uuidv7(change.at),
+      workspace_id: change.workspaceId,
+      contact_id: change.contactId,
+      platform: change.platform,
+      integration_id: change.integrationId,
+      origin: change.origin,
+      upsert_key: change.upsertKey,
+      external_id: change.upsertKey,
+      order_number: orderNumber,
+      order_number_key: orderNumberKey(orderNumber),
+      total_amount: total,
+      currency: f.currency ?? '',
+      status: f.status ?? (change.kind === 'cancelled' ? 'cancelled' : change.kind === 'refunded' ? 'refunded' : ''),
+      ordered_at: f.ordered_at ?? change.at,
+      attributed_campaign_id: null,
+      attributed_flow_id: null,
+      attributed_message_id: null,
+      attribution_kind: null,
+      shipping_status: null,
+      refunded_amount: refunded,
+      cancelled_at: change.kind === 'cancelled' ? change.at : null,
+      created_at: change.at,
+      updated_at: change.at,
+    };
+  }
+
+  /** One round: each order key at most once. Returns the keys that lost an insert race (to retry as updates). */
+  async function applyRound(trx: Knex.Transaction, changes: OrderChange[], positions: number[], results: OrderChangeResult[]) {
+    const byWorkspace = new Map<string, number[]>();
+    for (const i of positions) {
+      const list = byWorkspace.get(changes[i]!.workspaceId) ?? [];
+      list.push(i);
+      byWorkspace.set(changes[i]!.workspaceId, list);
+    }
+    const lost: number[] = [];
+    const touchedContacts: string[] = [];
+    const facts: TriggerFact[] = [];
+    for (const [workspaceId, indexes] of byWorkspace) {
+      const existing = new Map(
+        (await orders.findByUpsertKeys(trx, workspaceId, indexes.map((i) => changes[i]!.upsertKey))).map((r) => [r.upsert_key!, r]),
+      );
+      const storedItems = await orders.itemsByOrder(
+        trx,
+        [...existing.values()].map((r) => r.id),
+      );
+
+      const fresh: Array<{ index: number; row: OrderRow }> = [];
+      for (const i of indexes) {
+        const change = changes[i]!;
+        const row = existing.get(change.upsertKey);
+        if (!row) {
+          const created = newRow(change);
+          if (created) fresh.push({ index: i, row: created });
+          else results[i] = { outcome: 'invalid', error: 'total_amount is required for a new order' };
+          continue;
+        }
+        const patch = patchFor(row, storedItems.get(row.id) ?? [], change);
+        if (!patch) {
+          results[i] = { orderId: row.id, outcome: 'unchanged' };
+          continue;
+        }
+        await orders.update(trx, row.id, { ...patch, updated_at: change.at });
+        if (change.fields.items !== undefined) await orders.replaceItems(trx, row, change.fields.items);
+        touchedContacts.push(row.contact_id);
+        results[i] = { orderId: row.id, outcome: 'updated' };
+      }
+      if (fresh.length === 0) continue;
+
+      // Attribution runs once, when the order first arrives, from its ordered_at.
+      const credited = await attributeOrders(
+        trx,
+        workspaceId,
+        fresh.map(({ row }) => ({ id: row.id, contactId: row.contact_id, orderedAt: row.ordered_at })),
+      );
+      for (const { row } of fresh) {
+        const credit = credited.get(row.id);
+        if (!credit) continue;
+        row.attributed_campaign_id = credit.campaign_id;
+        row.attributed_flow_id = credit.flow_id;
+        row.attributed_message_id = credit.message_id;
+        row.attribution_kind = credit.kind;
+      }
+      const insertedIds = await orders.insertIgnoringConflicts(
+        trx,
+        fresh.map((f) => f.row),
+        new Map(fresh.map(({ index, row }) => [row.id, changes[index]!.fields.items ?? []])),
+      );
+      for (const { index, row } of fresh) {
+        if (!insertedIds.has(row.id)) {
+          lost.push(index);
+          continue;
+        }
+        results[index] = { orderId: row.id, outcome: 'inserted' };
+        touchedContacts.push(row.contact_id);
+        // A cancelled order is stored, but thanks-for-your-order flows do not start for it.
+        if (row.cancelled_at === null) facts.push(orderPlacedFact(row));
+      }
+    }
+    await orders.refreshContactTotals(trx, touchedContacts);
+    await outbox.record(trx, facts);
+    return lost;
+  }
+
+  /**
+   * Webhook and historical-sync writes, set-based: orders are upserted by external id, a new order is
+   * attributed once and fires `order_placed`, an existing one is updated in place and keeps its contact, and
+   * every touched contact's lifetime revenue is recomputed from its orders.
+   */
+  async function applyOrderChanges(trx: Knex.Transaction, changes: OrderChange[]): Promise<OrderChangeResult[]> {
+    const results: OrderChangeResult[] = new Array(changes.length);
+    for (const positions of rounds(changes)) {
+      let pending = positions;
+      // An insert lost to a concurrent writer is applied again, now as an update of the winner's row.
+      for (let attempt = 0; pending.length > 0 && attempt < 3; attempt++) {
+        pending = await applyRound(trx, changes, pending, results);
+      }
+      if (pending.length > 0) throw new Error('order upsert did not settle');
+    }
+    return results;
+  }
+
+  const orderPlacedFact = (row: OrderRow): TriggerFact => ({
+    workspaceId: row.workspace_id,
+    triggerType: 'order_placed',
+    contactId: row.contact_id,
+    subjectType: 'order',
+    subjectId: row.id,
+    source: row.platform,
+    at: row.created_at,
+  });
+
+  async function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
+    const result: SyncResult = { inserted: 0, updated: 0, skipped: 0, errors: [] };
+    const valid: Array<{ index: number; order: SyncOrderInput }> = [];
+    rows.forEach((raw, index) => {
+      const parsed = syncOrderSchema.safeParse(raw);
+      if (parsed.success) valid.push({ index, order: parsed.data });
+      else {
+        const externalId = (raw as { external_id?: unknown } | null)?.external_id;
+        result.errors.push({
+          index,
+          external_id: typeof externalId === 'string' || typeof externalId === 'number' ? String(externalId) : null,
+          error: `invalid request: ${describeIssue(parsed.error.issues[0]!)}`,
+        });
+      }
+    });
+    if (dryRun || valid.length === 0) return result;
+
+    await writer.run(async (trx) => {
+      const owners = await contacts.ensure(
+        trx,
+        valid.map(({ order }) => ({
+          workspaceId,
+          email: order.email,
+          properties: {},
+          subscriptionStatus: 'non_subscribed' as const,
+          source: 'sync',
+        })),
+        { lock: false },
+      );
+      const now = Date.now();
+      const changes: OrderChange[] = [];
+      const positions: number[] = [];
+      for (const { index, order } of valid) {
+        const owner = owners.get(contactKey(workspaceId, order.email));
+        if (!owner) {
+          result.errors.push({ index, external_id: order.external_id, error: 'contact limit reached' });
+          continue;
+        }
+        positions.push(index);
+        changes.push({
+          workspaceId,
+          contactId: owner.row.id,
+          upsertKey: order.external_id,
+          origin: 'sync',
+          platform: order.platform ?? 'sync',
+          integrationId: null,
+          kind: 'sync',
+          fields: {
+            order_number: order.order_number,
+            total_amount: order.total_amount,
+            currency: order.currency,
+            status: order.status,
+            ordered_at: order.ordered_at,
+            ...(order.items ? { items: order.items.map(toOrderItem) } : {}),
+          },
+          at: now,
+        });
+      }
+      const outcomes = await applyOrderChanges(trx, changes);
+      outcomes.forEach((outcome, k) => {
+        if (outcome.outcome === 'inserted') result.inserted++;
+        else if (outcome.outcome === 'updated') result.updated++;
+        else if (outcome.outcome === 'unchanged') result.skipped++;
+        else if ('error' in outcome) result.errors.push({ index: positions[k]!, external_id: changes[k]!.upsertKey, error: outcome.error });
+      });
+    });
+    result.errors.sort((a, b) => a.index - b.index);
+    return result;
+  }
+
+  return {
+    applyOrderChanges,
+
+    /** POST /api/v1/ecommerce/orders: a plain insert for a known contact, no duplicate protection, no attribution. */
+    async create(workspaceId: string, body: unknown) {
+      const input = parseInput(createOrderSchema, body);
+      const row = await writer.run(async (trx) => {
+        const owner = await contacts.findById(trx, workspaceId, input.contact_id);
+        if (!owner) throw new NotFoundError('contact not found');
+        const now = Date.now();
+        const orderNumber = input.order_number;
+        const order: OrderRow = {
+          id: uuidv7(now),
+          workspace_id: workspaceId,
+          contact_id: owner.id,
+          platform: input.platform,
+          integration_id: null,
+          origin: 'api',
+          upsert_key: null,
+          external_id: input.external_id ?? null,
+          order_number: orderNumber,
+          order_number_key: orderNumberKey(orderNumber),
+          total_amount: input.total_amount,
+          currency: input.currency,
+          status: input.status,
+          ordered_at: input.ordered_at,
+          attributed_campaign_id: null,
+          attributed_flow_id: null,
+          attributed_message_id: null,
+          attribution_kind: null,
+          shipping_status: null,
+          refunded_amount: 0,
+          cancelled_at: null,
+          created_at: now,
+          updated_at: now,
+        };
+        await orders.insert(trx, [order], new Map([[order.id, (input.items ?? []).map(toOrderItem)]]));
+        await orders.refreshContactTotals(trx, [owner.id]);
+        await outbox.record(trx, [orderPlacedFact(order)]);
+        return order;
+      });
+      const [record] = await orders.toOrders(knex, [row]);
+      return {
+        id: record!.id,
+        contact_id: record!.contact_id,
+        order_number: record!.order_number,
+        total_amount: record!.total_amount,
+        currency: record!.currency,
+        status: record!.status,
+        attributed_campaign_id: record!.attributed_campaign_id,
+        attributed_flow_id: record!.attributed_flow_id,
+        ordered_at: record!.ordered_at,
+      };
+    },
+
+    /**
+     * Historical order sync (the API's and `emk sync-orders`'): up to 1000 orders, upserted by external_id so
+     * re-running never double counts, attributed from each order's real ordered_at. Unseen emails create
+     * contacts (`non_subscribed`, source `sync`). Unchanged orders count as skipped.
+     */
+    async sync(workspaceId: string, body: unknown, options: { dryRun?: boolean } = {}): Promise<SyncResult> {
+      const list = (body as { orders?: unknown } | null)?.orders;
+      if (!Array.isArray(list)) throw new ValidationError('invalid request: orders must be an array');
+      if (list.length > MAX_SYNC_ORDERS) {
+        throw new ValidationError(`invalid request: orders must hold at most ${MAX_SYNC_ORDERS} orders`);
+      }
+      return syncChunk(workspaceId, list, options.dryRun === true);
+    },
+
+    async get(workspaceId: string, id: string): Promise<Order> {
+      const row = await orders.findById(knex, workspaceId, id);
+      if (!row) throw new NotFoundError();
+      return (await orders.toOrders(knex, [row]))[0]!;
+    },
+
+    async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Order>> {
+      const filter = parseInput(orderListQuerySchema, query);
+      const { rows, total } = await orders.list(knex, workspaceId, filter, paging);
+      return { data: await orders.toOrders(knex, rows), meta: { page: paging.page, perPage: paging.perPage, total } };
+    },
+  };
+}
+
+export type OrderService = ReturnType<typeof createOrderService>;

@@ -1,0 +1,203 @@
+import type { Knex } from 'knex';
+import { chunk, insertRows } from '../db/bulk.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { offsetOf, type Paging } from '../shared/paging.js';
+import { toIso } from '../shared/time.js';
+import type { Order, OrderItem } from './order.schema.js';
+
+type Db = Knex | Knex.Transaction;
+
+export type OrderOrigin = 'webhook' | 'api' | 'sync';
+
+export interface OrderRow {
+  id: string;
+  workspace_id: string;
+  contact_id: string;
+  platform: string;
+  integration_id: string | null;
+  origin: OrderOrigin;
+  upsert_key: string | null;
+  external_id: string | null;
+  order_number: string | null;
+  order_number_key: string | null;
+  total_amount: number;
+  currency: string;
+  status: string;
+  ordered_at: number;
+  attributed_campaign_id: string | null;
+  attributed_flow_id: string | null;
+  attributed_message_id: string | null;
+  attribution_kind: string | null;
+  shipping_status: string | null;
+  refunded_amount: number;
+  cancelled_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+const KEYS_PER_QUERY = 5_000;
+
+/** Net revenue of an order (what lifetime revenue and reports sum): nothing once cancelled, less refunds. */
+const NET_REVENUE_SQL = 'CASE WHEN cancelled_at IS NULL THEN total_amount - refunded_amount ELSE 0 END';
+
+export function createOrderStore(dialect: Dialect) {
+  const fromRow = (raw: Record<string, unknown>): OrderRow => ({
+    ...(raw as unknown as OrderRow),
+    total_amount: dialect.readNumber(raw.total_amount),
+    refunded_amount: dialect.readNumber(raw.refunded_amount),
+  });
+
+  async function itemsOf(db: Db, orderIds: string[]): Promise<Map<string, OrderItem[]>> {
+    const byOrder = new Map<string, OrderItem[]>();
+    for (const part of chunk(orderIds, KEYS_PER_QUERY)) {
+      const rows = await db('order_items').whereIn('order_id', part).orderBy(['order_id', 'position']);
+      for (const row of rows) {
+        const list = byOrder.get(row.order_id) ?? [];
+        list.push({
+          external_id: row.external_id,
+          title: row.title,
+          quantity: dialect.readNumber(row.quantity),
+          price: row.price === null ? null : dialect.readNumber(row.price),
+        });
+        byOrder.set(row.order_id, list);
+      }
+    }
+    return byOrder;
+  }
+
+  return {
+    fromRow,
+    itemsByOrder: itemsOf,
+
+    /**
+     * Inserts orders whose upsert key is still free; a key taken meanwhile by another writer is skipped.
+     * Returns the ids actually inserted (their items are inserted too).
+     */
+    async insertIgnoringConflicts(db: Db, rows: OrderRow[], items: Map<string, OrderItem[]>): Promise<Set<string>> {
+      const inserted = new Set<string>();
+      const perStatement = Math.floor(dialect.maxBindings / Math.max(1, Object.keys(rows[0] ?? {}).length));
+      for (const part of chunk(rows, perStatement)) {
+        const returned = (await db('orders')
+          .insert(part)
+          .onConflict(['workspace_id', 'upsert_key'])
+          .ignore()
+          .returning('id')) as Array<{ id: string }>;
+        for (const r of returned) inserted.add(r.id);
+      }
+      await this.insertItems(
+        db,
+        rows.filter((r) => inserted.has(r.id)),
+        items,
+      );
+      return inserted;
+    },
+
+    /** Stored orders with these upsert keys; locked until the transaction ends (PostgreSQL). */
+    async findByUpsertKeys(db: Db, workspaceId: string, keys: string[]): Promise<OrderRow[]> {
+      const rows: OrderRow[] = [];
+      for (const part of chunk([...keys].sort(), KEYS_PER_QUERY)) {
+        const query = db('orders').where({ workspace_id: workspaceId }).whereIn('upsert_key', part).orderBy('upsert_key');
+        rows.push(...(await dialect.forUpdate(query)).map(fromRow));
+      }
+      return rows;
+    },
+
+    async insert(db: Db, rows: OrderRow[], items: Map<string, OrderItem[]>): Promise<void> {
+      await insertRows(db, dialect, 'orders', rows as unknown as Record<string, unknown>[]);
+      await this.insertItems(db, rows, items);
+    },
+
+    async insertItems(db: Db, orders: Array<Pick<OrderRow, 'id' | 'workspace_id' | 'ordered_at'>>, items: Map<string, OrderItem[]>) {
+      const itemRows = orders.flatMap((order) =>
+        (items.get(order.id) ?? []).map((item, position) => ({
+          order_id: order.id,
+          workspace_id: order.workspace_id,
+          external_id: item.external_id,
+          title: item.title,
+          quantity: item.quantity,
+          price: item.price,
+          position,
+          ordered_at: order.ordered_at,
+        })),
+      );
+      await insertRows(db, dialect, 'order_items', itemRows);
+    },
+
+    async replaceItems(db: Db, order: Pick<OrderRow, 'id' | 'workspace_id' | 'ordered_at'>, items: OrderItem[]) {
+      await db('order_items').where({ order_id: order.id }).delete();
+      await this.insertItems(db, [order], new Map([[order.id, items]]));
+    },
+
+    async update(db: Db, id: string, patch: Partial<OrderRow>): Promise<void> {
+      await db('orders').where({ id }).update(patch);
+    },
+
+    /**
+     * Sets each touched contact's lifetime revenue and order count from its stored orders, in one statement:
+     * the totals equal the sum over the orders by construction, whatever mix of writes came before.
+     */
+    async refreshContactTotals(db: Db, contactIds: string[]): Promise<void> {
+      for (const part of chunk([...new Set(contactIds)].sort(), KEYS_PER_QUERY)) {
+        if (part.length === 0) continue;
+        await db('contacts')
+          .whereIn('id', part)
+          .update({
+            lifetime_revenue: db.raw(
+              `(SELECT ROUND(COALESCE(SUM(${NET_REVENUE_SQL}), 0), 4) FROM orders WHERE orders.workspace_id = contacts.workspace_id AND orders.contact_id = contacts.id)`,
+            ),
+            orders_count: db.raw(
+              '(SELECT COUNT(*) FROM orders WHERE orders.workspace_id = contacts.workspace_id AND orders.contact_id = contacts.id)',
+            ),
+          });
+      }
+    },
+
+    async findById(db: Db, workspaceId: string, id: string): Promise<OrderRow | null> {
+      const row = await db('orders').where({ workspace_id: workspaceId, id }).first();
+      return row ? fromRow(row) : null;
+    },
+
+    async list(db: Db, workspaceId: string, filter: { contact_id?: string; external_id?: string }, paging: Paging) {
+      const base = db('orders').where({ workspace_id: workspaceId });
+      if (filter.contact_id) base.where({ contact_id: filter.contact_id });
+      if (filter.external_id) base.where({ external_id: filter.external_id });
+      const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
+      const rows = await base
+        .orderBy([
+          { column: 'ordered_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(paging.perPage)
+        .offset(offsetOf(paging));
+      return { rows: rows.map(fromRow), total: Number(total) };
+    },
+
+    /** Management records, with their items in one query. */
+    async toOrders(db: Db, rows: OrderRow[]): Promise<Order[]> {
+      const items = await itemsOf(
+        db,
+        rows.map((r) => r.id),
+      );
+      return rows.map((row) => ({
+        id: row.id,
+        contact_id: row.contact_id,
+        platform: row.platform,
+        order_number: row.order_number,
+        external_id: row.external_id,
+        total_amount: row.total_amount,
+        currency: row.currency,
+        status: row.status,
+        ordered_at: toIso(row.ordered_at)!,
+        attributed_campaign_id: row.attributed_campaign_id,
+        attributed_flow_id: row.attributed_flow_id,
+        shipping_status: row.shipping_status,
+        refunded_amount: row.refunded_amount,
+        cancelled_at: toIso(row.cancelled_at),
+        items: items.get(row.id) ?? [],
+        created_at: toIso(row.created_at)!,
+      }));
+    },
+  };
+}
+
+export type OrderStore = ReturnType<typeof createOrderStore>;

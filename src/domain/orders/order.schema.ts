@@ -1,0 +1,112 @@
+import { z } from 'zod';
+import { parseTimestamp } from '../shared/time.js';
+import { emailSchema, text } from '../shared/validate.js';
+
+/** A line item: `external_id` joins the catalog's product external_id. */
+export interface OrderItem {
+  external_id: string | null;
+  title: string | null;
+  quantity: number;
+  price: number | null;
+}
+
+/** Ids may arrive as numbers from shop platforms; they are stored as text. */
+export const externalIdSchema = z
+  .union([z.string(), z.number().finite()])
+  .transform((v) => String(v).trim())
+  .pipe(z.string().min(1, 'must not be empty').max(255, 'must be at most 255 characters'));
+
+/** RFC 3339 or `YYYY-MM-DD HH:MM:SS` (read as UTC), to epoch milliseconds. */
+export const timestampSchema = z.string().transform((value, ctx) => {
+  const ms = parseTimestamp(value.trim());
+  if (ms === null) {
+    ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 time or YYYY-MM-DD HH:MM:SS' });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+/** A number, or text holding one (CSV files carry text). */
+export const amountSchema = z.union([
+  z.number().finite(),
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d+(\.\d+)?$/, 'must be a number')
+    .transform(Number),
+]);
+
+export const orderItemSchema = z.object({
+  external_id: externalIdSchema.optional(),
+  title: z.string().max(2000).optional(),
+  quantity: z.union([z.number().int().min(0), z.string().regex(/^\d+$/).transform(Number)]).default(1),
+  price: amountSchema.optional(),
+});
+
+export const toOrderItem = (item: z.infer<typeof orderItemSchema>): OrderItem => ({
+  external_id: item.external_id ?? null,
+  title: item.title ?? null,
+  quantity: item.quantity,
+  price: item.price ?? null,
+});
+
+/** POST /api/v1/ecommerce/orders: every field required but external_id and items; 0 counts as missing. */
+export const createOrderSchema = z.object({
+  contact_id: text(64),
+  platform: text(64),
+  order_number: text(255),
+  total_amount: z.number({ error: 'must be a number' }).finite().positive('must be greater than zero'),
+  currency: text(8),
+  status: text(255),
+  ordered_at: timestampSchema,
+  external_id: externalIdSchema.optional(),
+  items: z.array(orderItemSchema).max(1000).optional(),
+});
+
+/** One order of POST /api/v1/ecommerce/sync-historical-orders (CONTRACT §3) and `emk sync-orders`. */
+export const syncOrderSchema = z.object({
+  email: emailSchema,
+  external_id: externalIdSchema,
+  order_number: externalIdSchema,
+  total_amount: amountSchema.pipe(z.number().min(0, 'must not be negative')),
+  currency: text(8),
+  status: z.string().trim().max(255).default(''),
+  ordered_at: timestampSchema,
+  items: z.array(orderItemSchema).max(1000).optional(),
+  platform: text(64).optional(),
+});
+export type SyncOrderInput = z.infer<typeof syncOrderSchema>;
+
+export const MAX_SYNC_ORDERS = 1000;
+
+export const orderListQuerySchema = z.object({
+  contact_id: z.string().trim().max(64).optional(),
+  external_id: z.string().trim().max(255).optional(),
+});
+
+/** The management API's order record (the spec's fields plus CONTRACT §3's). */
+export interface Order {
+  id: string;
+  contact_id: string;
+  platform: string;
+  order_number: string | null;
+  external_id: string | null;
+  total_amount: number;
+  currency: string;
+  status: string;
+  ordered_at: string;
+  attributed_campaign_id: string | null;
+  attributed_flow_id: string | null;
+  shipping_status: string | null;
+  refunded_amount: number;
+  cancelled_at: string | null;
+  items: OrderItem[];
+  created_at: string;
+}
+
+/** `000006775` and `6775` are one order number (shipment matching ignores zero padding). */
+export function orderNumberKey(orderNumber: string | null): string | null {
+  if (orderNumber === null) return null;
+  const trimmed = orderNumber.trim();
+  return /^\d+$/.test(trimmed) ? trimmed.replace(/^0+(?=\d)/, '') : trimmed;
+}

@@ -1,0 +1,162 @@
+import { parseTimestamp } from '../shared/time.js';
+import { emailSchema } from '../shared/validate.js';
+import { orderItemSchema, toOrderItem, type OrderItem } from '../orders/order.schema.js';
+
+/** The webhook's replies (the spec's table). */
+export type WebhookReply =
+  | { status: 'processed'; event_type: string }
+  | { status: 'duplicate' }
+  | { status: 'skipped'; event_type?: string }
+  | { status: 'skipped'; reason: 'normalize_error' };
+
+export const ORDER_EVENTS = {
+  order_placed: 'placed',
+  fulfilled_order: 'fulfilled',
+  cancelled_order: 'cancelled',
+  refunded_order: 'refunded',
+} as const;
+export const CART_EVENTS = ['added_to_cart', 'started_checkout'] as const;
+export const CUSTOMER_EVENTS = ['customer_created', 'customer_updated'] as const;
+export const PRODUCT_EVENTS = ['product_created', 'product_updated', 'product_deleted'] as const;
+
+export type OrderEventType = keyof typeof ORDER_EVENTS;
+type CartEventType = (typeof CART_EVENTS)[number];
+type ProductEventType = (typeof PRODUCT_EVENTS)[number];
+
+/**
+ * One delivery, read leniently: the webhook never rejects a payload over its shape, so every field is taken
+ * only when it has a usable value and ignored otherwise.
+ */
+export type WebhookEvent =
+  | { category: 'order'; eventType: OrderEventType; order: OrderPayload | null }
+  | { category: 'cart'; eventType: CartEventType; cart: CartPayload }
+  | { category: 'customer'; eventType: string; properties: Record<string, unknown> }
+  | { category: 'product'; eventType: ProductEventType; product: unknown }
+  | { category: 'custom'; eventType: string };
+
+export interface ParsedDelivery {
+  event: WebhookEvent;
+  /** The retry key: external_id, else id, else the order's / cart's external_id. */
+  dedupeKey: string | null;
+  email: string | null;
+  identityToken: string | null;
+  body: Record<string, unknown>;
+}
+
+export interface OrderPayload {
+  externalId: string;
+  totalAmount?: number;
+  currency?: string;
+  status?: string;
+  orderedAt?: number;
+  orderNumber?: string;
+  items?: OrderItem[];
+  refundedAmount?: number;
+  refundAmount?: number;
+}
+
+export interface CartPayload {
+  externalId: string | null;
+  totalAmount: number | null;
+  currency: string | null;
+  checkoutUrl: string | null;
+  items: unknown[];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
+const idText = (v: unknown): string | null =>
+  (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))) && String(v).trim() !== '' && String(v).length <= 255
+    ? String(v).trim()
+    : null;
+const str = (v: unknown, max = 255): string | undefined => (typeof v === 'string' && v.length <= max ? v : undefined);
+const num = (v: unknown): number | undefined => {
+  if (typeof v === 'number' && Number.isFinite(v)) return v;
+  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim())) return Number(v);
+  return undefined;
+};
+
+function orderPayload(raw: unknown): OrderPayload | null {
+  if (!isObject(raw)) return null;
+  const externalId = idText(raw.external_id);
+  if (!externalId) return null;
+  const orderedAt = typeof raw.ordered_at === 'string' ? parseTimestamp(raw.ordered_at.trim()) : null;
+  const items = Array.isArray(raw.items)
+    ? raw.items.flatMap((item) => {
+        const parsed = orderItemSchema.safeParse(item);
+        return parsed.success ? [toOrderItem(parsed.data)] : [];
+      })
+    : undefined;
+  const payload: OrderPayload = { externalId };
+  const total = num(raw.total_amount);
+  if (total !== undefined && total >= 0) payload.totalAmount = total;
+  if (typeof raw.currency === 'string') payload.currency = raw.currency.slice(0, 8);
+  const status = str(raw.status);
+  if (status !== undefined) payload.status = status;
+  if (orderedAt !== null) payload.orderedAt = orderedAt;
+  const orderNumber = idText(raw.order_number);
+  if (orderNumber) payload.orderNumber = orderNumber;
+  if (items) payload.items = items;
+  const refunded = num(raw.refunded_amount);
+  if (refunded !== undefined) payload.refundedAmount = refunded;
+  const refund = num(raw.refund_amount);
+  if (refund !== undefined) payload.refundAmount = refund;
+  return payload;
+}
+
+function cartPayload(raw: unknown): CartPayload {
+  const cart = isObject(raw) ? raw : {};
+  return {
+    externalId: idText(cart.external_id),
+    totalAmount: num(cart.total_amount) ?? null,
+    currency: str(cart.currency, 8) ?? null,
+    checkoutUrl: str(cart.checkout_url, 4000) ?? null,
+    items: Array.isArray(cart.items) ? cart.items : [],
+  };
+}
+
+function eventOf(eventType: string, body: Record<string, unknown>): WebhookEvent {
+  if (eventType in ORDER_EVENTS) {
+    return { category: 'order', eventType: eventType as OrderEventType, order: orderPayload(body.order) };
+  }
+  if ((CART_EVENTS as readonly string[]).includes(eventType)) {
+    return { category: 'cart', eventType: eventType as CartEventType, cart: cartPayload(body.cart) };
+  }
+  if ((CUSTOMER_EVENTS as readonly string[]).includes(eventType)) {
+    return { category: 'customer', eventType, properties: isObject(body.properties) ? body.properties : {} };
+  }
+  if ((PRODUCT_EVENTS as readonly string[]).includes(eventType)) {
+    return { category: 'product', eventType: eventType as ProductEventType, product: body.product };
+  }
+  return { category: 'custom', eventType };
+}
+
+/** Reads a delivery's raw body; a reply instead when it is skipped before anything is applied. */
+export function parseDelivery(rawBody: string): ParsedDelivery | WebhookReply {
+  let body: unknown;
+  try {
+    body = JSON.parse(rawBody);
+  } catch {
+    return { status: 'skipped', reason: 'normalize_error' };
+  }
+  if (!isObject(body)) return { status: 'skipped', reason: 'normalize_error' };
+  const eventType = typeof body.event_type === 'string' ? body.event_type.trim() : '';
+  if (eventType === '' || eventType.includes('.') || eventType.length > 255) {
+    return typeof body.event_type === 'string' ? { status: 'skipped', event_type: body.event_type } : { status: 'skipped' };
+  }
+  const event = eventOf(eventType, body);
+  const fallbackKey =
+    event.category === 'order' ? idText((body.order as { external_id?: unknown } | undefined)?.external_id)
+    : event.category === 'cart' ? event.cart.externalId
+    : null;
+  const email = emailSchema.safeParse(body.email);
+  const token = [body.identity_token, body._ir_id, body._emk].find((v) => typeof v === 'string' && v.length > 0 && v.length <= 1000);
+  return {
+    event,
+    dedupeKey: idText(body.external_id) ?? idText(body.id) ?? fallbackKey,
+    email: email.success ? email.data : null,
+    identityToken: (token as string | undefined) ?? null,
+    body,
+  };
+}
+
+export const isReply = (value: ParsedDelivery | WebhookReply): value is WebhookReply => 'status' in value;

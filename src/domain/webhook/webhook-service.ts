@@ -1,0 +1,226 @@
+import type { Knex } from 'knex';
+import type { CartService } from '../carts/cart-service.js';
+import type { ContactService } from '../contacts/contact-service.js';
+import { contactKey, type ContactStore } from '../contacts/contact-store.js';
+import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
+import { canonicalEventName } from '../events/event-names.js';
+import type { EventService, EventWrite } from '../events/event-service.js';
+import type { OrderChange, OrderService } from '../orders/order-service.js';
+import { ORDER_EVENTS, isReply, parseDelivery, type ParsedDelivery, type WebhookReply } from './webhook-event.js';
+
+/** The integration a delivery arrived on (already authenticated). */
+export interface WebhookIntegration {
+  id: string;
+  workspaceId: string;
+  platform: string;
+  domain: string;
+}
+
+interface Delivery {
+  integration: WebhookIntegration;
+  parsed: ParsedDelivery;
+  at: number;
+}
+
+/** What the webhook needs from other nouns, so it stays a thin coordinator. */
+export interface WebhookDeps {
+  knex: Knex;
+  writer: WriteBatcher;
+  contactStore: ContactStore;
+  contacts: ContactService;
+  events: EventService;
+  orders: OrderService;
+  carts: CartService;
+  applyProductEvent(
+    trx: Knex.Transaction,
+    integration: { workspaceId: string; platform: string; domain: string },
+    eventType: 'product_created' | 'product_updated' | 'product_deleted',
+    product: unknown,
+  ): Promise<unknown>;
+  resolveIdentityToken(workspaceId: string, token: string): Promise<{ contactId: string } | null>;
+}
+
+const deliveryKey = (d: Delivery) => `${d.integration.workspaceId}\u0000${d.parsed.event.eventType}\u0000${d.parsed.dedupeKey}`;
+
+/**
+ * `POST /ecom/{platform}/{integrationId}`: order, cart, customer, product and custom events. A group of
+ * concurrent deliveries is applied in one transaction, set-based; duplicate protection is a unique key
+ * (workspace, event_type, external_id), so two concurrent deliveries of one event apply it once.
+ */
+export function createWebhookService(deps: WebhookDeps) {
+  const { writer, contactStore, contacts, events, orders, carts } = deps;
+
+  /** Records the retry keys; returns the deliveries seen before (or earlier in this same group). */
+  async function duplicates(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Set<Delivery>> {
+    const keyed = deliveries.filter((d) => d.parsed.dedupeKey !== null);
+    const seen = new Set<Delivery>();
+    if (keyed.length === 0) return seen;
+    const first = new Map<string, Delivery>();
+    for (const d of keyed) {
+      if (first.has(deliveryKey(d))) seen.add(d);
+      else first.set(deliveryKey(d), d);
+    }
+    const fresh = new Set<string>();
+    const rows = [...first.values()].map((d) => ({
+      workspace_id: d.integration.workspaceId,
+      event_type: d.parsed.event.eventType,
+      external_id: d.parsed.dedupeKey!,
+      received_at: d.at,
+    }));
+    rows.sort((a, b) => (deliveryKeyOf(a) < deliveryKeyOf(b) ? -1 : 1));
+    const inserted = (await trx('webhook_deliveries')
+      .insert(rows)
+      .onConflict(['workspace_id', 'event_type', 'external_id'])
+      .ignore()
+      .returning(['workspace_id', 'event_type', 'external_id'])) as typeof rows;
+    for (const row of inserted) fresh.add(deliveryKeyOf(row));
+    for (const [key, d] of first) if (!fresh.has(key)) seen.add(d);
+    return seen;
+  }
+
+  /** Contacts by email (unseen: created `subscribed`, source `website:<domain>`), else by identity token. */
+  async function owners(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Map<Delivery, string>> {
+    const ensured = await contactStore.ensure(
+      trx,
+      deliveries.flatMap((d) =>
+        d.parsed.email
+          ? [
+              {
+                workspaceId: d.integration.workspaceId,
+                email: d.parsed.email,
+                properties: {},
+                subscriptionStatus: 'subscribed' as const,
+                source: `website:${d.integration.domain}`,
+              },
+            ]
+          : [],
+      ),
+      { lock: false },
+    );
+    const result = new Map<Delivery, string>();
+    for (const d of deliveries) {
+      if (d.parsed.email) {
+        // Absent when the workspace's contact limit forbids creating it (rule 5).
+        const owner = ensured.get(contactKey(d.integration.workspaceId, d.parsed.email));
+        if (owner) result.set(d, owner.row.id);
+      } else if (d.parsed.identityToken) {
+        const named = await deps.resolveIdentityToken(d.integration.workspaceId, d.parsed.identityToken);
+        if (named) result.set(d, named.contactId);
+      }
+    }
+    return result;
+  }
+
+  const applyDeliveries: BatchHandler<Delivery, WebhookReply> = async (trx, deliveries) => {
+    const seen = await duplicates(trx, deliveries);
+    const todo = deliveries.filter((d) => !seen.has(d));
+
+    // customer_created / customer_updated: the contact's properties are merged.
+    const customerEvents = todo.filter((d) => d.parsed.event.category === 'customer' && d.parsed.email);
+    await contacts.writeContacts(
+      trx,
+      customerEvents.map((d) => ({
+        workspaceId: d.integration.workspaceId,
+        email: d.parsed.email!,
+        properties: d.parsed.event.category === 'customer' ? d.parsed.event.properties : {},
+        merge: 'overwrite',
+        statusOnCreate: 'subscribed',
+        sourceOnCreate: `website:${d.integration.domain}`,
+      })),
+    );
+
+    // Orders, carts and custom events need a contact; without one nothing is stored (rule 5).
+    const needOwner = todo.filter((d) => ['order', 'cart', 'custom'].includes(d.parsed.event.category));
+    const ownerOf = await owners(
+      trx,
+      needOwner.filter((d) => d.parsed.event.category !== 'order' || d.parsed.event.order !== null),
+    );
+
+    const orderChanges: OrderChange[] = [];
+    const cartChanges: Parameters<CartService['applyCartChanges']>[1] = [];
+    const timeline: EventWrite[] = [];
+    for (const d of todo) {
+      const { event } = d.parsed;
+      const contactId = ownerOf.get(d);
+      const source = `${d.integration.platform}:${d.integration.domain}`;
+      if (event.category === 'product') {
+        await deps.applyProductEvent(trx, d.integration, event.eventType, event.product);
+      } else if (event.category === 'order' && event.order && contactId) {
+        const o = event.order;
+        orderChanges.push({
+          workspaceId: d.integration.workspaceId,
+          contactId,
+          upsertKey: o.externalId,
+          origin: 'webhook',
+          platform: d.integration.platform,
+          integrationId: d.integration.id,
+          kind: ORDER_EVENTS[event.eventType],
+          fields: {
+            ...(o.orderNumber !== undefined ? { order_number: o.orderNumber } : {}),
+            ...(o.totalAmount !== undefined ? { total_amount: o.totalAmount } : {}),
+            ...(o.currency !== undefined ? { currency: o.currency } : {}),
+            ...(o.status !== undefined ? { status: o.status } : {}),
+            ...(o.orderedAt !== undefined ? { ordered_at: o.orderedAt } : {}),
+            ...(o.items !== undefined ? { items: o.items } : {}),
+            ...(o.refundedAmount !== undefined ? { refunded_amount: o.refundedAmount } : {}),
+            ...(o.refundAmount !== undefined ? { refund_amount: o.refundAmount } : {}),
+          },
+          at: d.at,
+        });
+      } else if (event.category === 'cart' && contactId) {
+        cartChanges.push({
+          workspaceId: d.integration.workspaceId,
+          contactId,
+          externalId: event.cart.externalId,
+          eventType: event.eventType,
+          totalAmount: event.cart.totalAmount,
+          currency: event.cart.currency,
+          checkoutUrl: event.cart.checkoutUrl,
+          items: event.cart.items,
+          source,
+          at: d.at,
+        });
+        // On the timeline too; the cart trigger (not the event trigger) starts abandoned-cart flows.
+        timeline.push(timelineEvent(d, contactId, source, false));
+      } else if (event.category === 'custom' && contactId) {
+        timeline.push(timelineEvent(d, contactId, source, true));
+      }
+    }
+    await orders.applyOrderChanges(trx, orderChanges);
+    await carts.applyCartChanges(trx, cartChanges);
+    await events.recordEvents(trx, timeline);
+
+    return deliveries.map((d) =>
+      seen.has(d) ? { status: 'duplicate' } : { status: 'processed', event_type: d.parsed.event.eventType },
+    );
+  };
+
+  return {
+    /** One delivery: parsed leniently, then applied with the group of deliveries arriving with it. */
+    async handle(integration: WebhookIntegration, rawBody: string): Promise<WebhookReply> {
+      const parsed = parseDelivery(rawBody);
+      if (isReply(parsed)) return parsed;
+      return writer.submit(applyDeliveries, { integration, parsed, at: Date.now() });
+    },
+  };
+}
+
+function deliveryKeyOf(row: { workspace_id: string; event_type: string; external_id: string }): string {
+  return `${row.workspace_id}\u0000${row.event_type}\u0000${row.external_id}`;
+}
+
+/** A custom event (or a cart event) on the contact's timeline, the whole body as its properties. */
+function timelineEvent(d: Delivery, contactId: string, source: string, fireTrigger: boolean): EventWrite {
+  return {
+    workspaceId: d.integration.workspaceId,
+    owner: { contactId },
+    eventName: canonicalEventName(d.parsed.event.eventType),
+    properties: d.parsed.body,
+    source,
+    occurredAt: d.at,
+    fireTrigger,
+    contactSource: `website:${d.integration.domain}`,
+  };
+}
+
+export type WebhookService = ReturnType<typeof createWebhookService>;
