@@ -1,6 +1,8 @@
 import { Command, CommanderError } from 'commander';
+import { attributionCommand } from './commands/attribution/index.js';
 import { initCommand } from './commands/init.js';
 import { migrateCommand } from './commands/migrate.js';
+import { productsCommand } from './commands/products/index.js';
 import { serveCommand } from './commands/serve.js';
 
 export function buildProgram(): Command {
@@ -9,7 +11,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError()
     .exitOverride();
-  for (const command of [serveCommand(), migrateCommand(), initCommand()]) {
+  for (const command of [serveCommand(), migrateCommand(), initCommand(), productsCommand(), attributionCommand()]) {
     program.addCommand(command.exitOverride());
   }
   return program;

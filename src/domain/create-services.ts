@@ -1,13 +1,21 @@
 import { createApiKeyService } from './api-keys/api-key-service.js';
+import { createAttributionService } from './attribution/attribution-service.js';
+import { createAttributionStore } from './attribution/attribution-store.js';
 import { createContactService } from './contacts/contact-service.js';
 import { createContactStore } from './contacts/contact-store.js';
 import type { Database } from './db/database.js';
 import { WriteBatcher } from './db/write-batcher.js';
 import { createEventService } from './events/event-service.js';
 import { createEventStore } from './events/event-store.js';
+import { createIdentityTokenService } from './identity-tokens/identity-token-service.js';
+import { createIdentityTokenStore } from './identity-tokens/identity-token-store.js';
 import { createIntegrationService } from './integrations/integration-service.js';
+import { createProductService } from './products/product-service.js';
+import { createProductStore } from './products/product-store.js';
 import { createDatabaseCounterStore, createMemoryCounterStore } from './rate-limits/counter-store.js';
 import { createRateLimiter } from './rate-limits/rate-limiter.js';
+import { createSettingsService } from './settings/settings-service.js';
+import { createSettingsStore } from './settings/settings-store.js';
 import { createTriggerOutbox } from './triggers/trigger-outbox.js';
 import { createWorkspaceService } from './workspaces/workspace-service.js';
 import { createWorkspaceStore } from './workspaces/workspace-store.js';
@@ -20,7 +28,7 @@ export function createServices(db: Database) {
   const eventStore = createEventStore(dialect);
   const outbox = createTriggerOutbox(dialect);
   const apiKeys = createApiKeyService({ knex });
-  const integrations = createIntegrationService({ knex, dialect });
+  const integrations = createIntegrationService({ knex, dialect, writeTransaction: db.writeTransaction });
   const workspaces = createWorkspaceService({
     knex,
     writeTransaction: db.writeTransaction,
@@ -28,8 +36,28 @@ export function createServices(db: Database) {
     apiKeys,
     integrations,
   });
+  const settings = createSettingsService({
+    knex,
+    writer,
+    store: createSettingsStore(dialect),
+    onChange: () => workspaces.forgetCached(),
+  });
+  const identityTokens = createIdentityTokenService({ knex, store: createIdentityTokenStore(), contacts: contactStore });
+  const attribution = createAttributionService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    writer,
+    store: createAttributionStore(dialect),
+    contacts: contactStore,
+    settings,
+  });
   const contacts = createContactService({ knex, writer, contacts: contactStore, events: eventStore });
   const events = createEventService({ knex, writer, events: eventStore, contacts: contactStore, outbox });
+  const products = createProductService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    products: createProductStore(dialect),
+  });
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
   const rateLimiter = createRateLimiter(
     dialect.sharedByProcesses ? createDatabaseCounterStore(knex, dialect) : createMemoryCounterStore(),
@@ -41,8 +69,12 @@ export function createServices(db: Database) {
     apiKeys,
     integrations,
     workspaces,
+    settings,
+    identityTokens,
+    attribution,
     contacts,
     events,
+    products,
     outbox,
     rateLimiter,
     /** Finishes pending writes, then closes the database. */

@@ -12,6 +12,9 @@ import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { collectRoutes } from './routes/collect/collect-routes.js';
 import { contactRoutes } from './routes/contacts/contact-routes.js';
 import { eventRoutes } from './routes/events/event-routes.js';
+import { integrationRoutes } from './routes/integrations/integration-routes.js';
+import { settingsRoutes } from './routes/settings/settings-routes.js';
+import { productRoutes } from './routes/products/product-routes.js';
 
 /** CONTRACT §3: bodies above 5 MiB are refused with 413. */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -50,8 +53,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     async (api) => {
       registerApiKeyAuth(api, services.apiKeys);
       await api.register(eventRoutes(services));
+      await api.register(productRoutes(services));
       await api.register(contactRoutes(services));
       await api.register(apiKeyRoutes(services));
+      await api.register(integrationRoutes(services));
+      await api.register(settingsRoutes(services));
     },
     { prefix: '/api/v1' },
   );

@@ -58,3 +58,11 @@ export async function runChunked(
   summary.errors.sort((a, b) => a.line - b.line);
   return summary;
 }
+
+/** Refused rows for a person: the first `shown`, then how many more (`--json` output lists them all). */
+export function describeRowErrors(errors: ReadonlyArray<{ line: number; error: string }>, shown = 20): string[] {
+  return [
+    ...errors.slice(0, shown).map((e) => `  line ${e.line}: ${e.error}`),
+    ...(errors.length > shown ? [`  … and ${errors.length - shown} more (use --json for all)`] : []),
+  ];
+}

@@ -1,0 +1,232 @@
+import type { Knex } from 'knex';
+import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { offsetOf, type Paging } from '../shared/paging.js';
+import { toIso } from '../shared/time.js';
+import type { Product, ProductFields, ProductListFilter, Variant } from './product.schema.js';
+
+type Db = Knex | Knex.Transaction;
+
+export interface ProductRow extends ProductFields {
+  id: string;
+  workspace_id: string;
+  platform: string;
+  source: string | null;
+  content_hash: string;
+  synced_at: number;
+  created_at: number;
+}
+
+export interface VariantRow extends Variant {
+  id: string;
+  product_id: string;
+}
+
+/** Columns an upsert rewrites on an existing row; identity and creation time stay. */
+const MERGED_COLUMNS = [
+  'title',
+  'price',
+  'currency',
+  'url',
+  'image_url',
+  'in_stock',
+  'stock_qty',
+  'categories',
+  'compare_at_price',
+  'description',
+  'product_type',
+  'weight',
+  'metadata',
+  'source',
+  'content_hash',
+  'synced_at',
+] as const;
+
+// IN lists of ids: well under either database's bind limit.
+const IDS_PER_QUERY = 5_000;
+
+export function createProductStore(dialect: Dialect) {
+  const nullableNumber = (value: unknown) => (value === null || value === undefined ? null : dialect.readNumber(value));
+  const nullableBoolean = (value: unknown) => (value === null || value === undefined ? null : dialect.readBoolean(value));
+
+  const fromRow = (raw: Record<string, unknown>): ProductRow => ({
+    ...(raw as unknown as ProductRow),
+    price: nullableNumber(raw.price),
+    in_stock: nullableBoolean(raw.in_stock),
+    stock_qty: nullableNumber(raw.stock_qty),
+    categories: dialect.readJson<string[]>(raw.categories) ?? [],
+    compare_at_price: nullableNumber(raw.compare_at_price),
+    weight: nullableNumber(raw.weight),
+    metadata: dialect.readJson<Record<string, string>>(raw.metadata) ?? {},
+  });
+
+  const toDbRow = (row: ProductRow) => ({
+    ...row,
+    categories: dialect.writeJson(row.categories),
+    metadata: dialect.writeJson(row.metadata),
+  });
+
+  const variantFromRow = (raw: Record<string, unknown>): VariantRow => ({
+    id: raw.id as string,
+    product_id: raw.product_id as string,
+    external_id: (raw.external_id as string | null) ?? null,
+    sku: (raw.sku as string | null) ?? null,
+    title: (raw.title as string | null) ?? null,
+    options: raw.options === null || raw.options === undefined ? null : dialect.readJson<Record<string, string>>(raw.options),
+    price: nullableNumber(raw.price),
+    compare_at_price: nullableNumber(raw.compare_at_price),
+    in_stock: nullableBoolean(raw.in_stock),
+    stock_qty: nullableNumber(raw.stock_qty),
+    image_url: (raw.image_url as string | null) ?? null,
+    url: (raw.url as string | null) ?? null,
+    position: nullableNumber(raw.position),
+  });
+
+  const toVariant = ({ id: _id, product_id: _productId, ...variant }: VariantRow): Variant => variant;
+
+  function toProduct(row: ProductRow, variants: Variant[]): Product {
+    return {
+      id: row.id,
+      external_id: row.external_id,
+      title: row.title,
+      price: row.price,
+      currency: row.currency,
+      url: row.url,
+      image_url: row.image_url,
+      in_stock: row.in_stock,
+      stock_qty: row.stock_qty,
+      categories: row.categories,
+      compare_at_price: row.compare_at_price,
+      description: row.description,
+      product_type: row.product_type,
+      weight: row.weight,
+      variants,
+      metadata: row.metadata,
+      platform: row.platform,
+      source: row.source,
+      synced_at: toIso(row.synced_at)!,
+      created_at: toIso(row.created_at)!,
+    };
+  }
+
+  async function variantsOf(db: Db, productIds: string[]): Promise<Map<string, Variant[]>> {
+    const byProduct = new Map<string, Variant[]>();
+    for (const part of chunk(productIds, IDS_PER_QUERY)) {
+      const rows = await db('product_variants')
+        .whereIn('product_id', part)
+        .orderBy([{ column: 'product_id' }, { column: 'position' }, { column: 'id' }]);
+      for (const raw of rows) {
+        const variant = variantFromRow(raw);
+        const list = byProduct.get(variant.product_id) ?? [];
+        list.push(toVariant(variant));
+        byProduct.set(variant.product_id, list);
+      }
+    }
+    return byProduct;
+  }
+
+  return {
+    /**
+     * The stored products of these external ids on one platform, in one query per few thousand ids. With
+     * `lock`, rows stay locked (PostgreSQL) until the transaction ends, taken in id order so concurrent
+     * imports cannot deadlock.
+     */
+    async findByExternalIds(
+      db: Db,
+      workspaceId: string,
+      platform: string,
+      externalIds: string[],
+      { lock }: { lock: boolean },
+    ): Promise<ProductRow[]> {
+      const rows: ProductRow[] = [];
+      for (const part of chunk([...new Set(externalIds)].sort(), IDS_PER_QUERY)) {
+        const query = db('products')
+          .where({ workspace_id: workspaceId, platform })
+          .whereIn('external_id', part)
+          .orderBy('external_id');
+        rows.push(...(await (lock ? dialect.forUpdate(query) : query)).map(fromRow));
+      }
+      return rows;
+    },
+
+    /**
+     * Inserts new products and rewrites existing ones in multi-row `INSERT … ON CONFLICT DO UPDATE`
+     * statements (rows in key order). Returns `external_id → id` of every row written, read back from the
+     * database, so a row another writer created meanwhile is updated rather than duplicated.
+     */
+    async upsert(db: Db, rows: ProductRow[]): Promise<Map<string, string>> {
+      const ids = new Map<string, string>();
+      if (rows.length === 0) return ids;
+      const sorted = [...rows].sort((a, b) => (a.external_id < b.external_id ? -1 : a.external_id > b.external_id ? 1 : 0));
+      const dbRows = sorted.map(toDbRow);
+      const updates: Record<string, Knex.Raw> = {};
+      for (const column of MERGED_COLUMNS) updates[column] = db.raw('excluded.??', [column]);
+      // The caller has applied the price rule against the row it read; this repeats it against the row as it
+      // is now, for a product another writer created in between (two deliveries racing).
+      updates.price = db.raw('CASE WHEN excluded.price > 0 THEN excluded.price ELSE COALESCE(products.price, excluded.price) END');
+      for (const part of chunk(dbRows, chunkSizeFor(dialect, Object.keys(dbRows[0]!).length))) {
+        const returned = await db('products')
+          .insert(part)
+          .onConflict(['workspace_id', 'platform', 'external_id'])
+          .merge(updates)
+          .returning(['id', 'external_id']);
+        for (const r of returned as Array<{ id: string; external_id: string }>) ids.set(r.external_id, r.id);
+      }
+      return ids;
+    },
+
+    /** The variants of these products become exactly `variants` (possibly none). */
+    async replaceVariants(db: Db, productIds: string[], variants: VariantRow[]): Promise<void> {
+      for (const part of chunk(productIds, IDS_PER_QUERY)) {
+        await db('product_variants').whereIn('product_id', part).delete();
+      }
+      await insertRows(
+        db,
+        dialect,
+        'product_variants',
+        variants.map((v) => ({ ...v, options: v.options === null ? null : dialect.writeJson(v.options) })),
+      );
+    },
+
+    /** Removes a product and its variants; the number of products removed (0 or 1). */
+    async deleteByExternalId(db: Db, workspaceId: string, platform: string, externalId: string): Promise<number> {
+      const key = { workspace_id: workspaceId, platform, external_id: externalId };
+      await db('product_variants')
+        .whereIn('product_id', db('products').where(key).select('id'))
+        .delete();
+      return db('products').where(key).delete();
+    },
+
+    async findById(db: Db, workspaceId: string, id: string): Promise<ProductRow | null> {
+      const row = await db('products').where({ workspace_id: workspaceId, id }).first();
+      return row ? fromRow(row) : null;
+    },
+
+    /** Management records for rows, with their variants in one query. */
+    async toProducts(db: Db, rows: ProductRow[]): Promise<Product[]> {
+      const variants = await variantsOf(
+        db,
+        rows.map((r) => r.id),
+      );
+      return rows.map((row) => toProduct(row, variants.get(row.id) ?? []));
+    },
+
+    async list(db: Db, workspaceId: string, filter: ProductListFilter, paging: Paging) {
+      const base = db('products').where({ workspace_id: workspaceId });
+      if (filter.platform) base.where({ platform: filter.platform });
+      if (filter.external_id) base.where({ external_id: filter.external_id });
+      if (filter.source) base.where({ source: filter.source });
+      const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
+      const rows = await base
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(paging.perPage)
+        .offset(offsetOf(paging));
+      return { rows: rows.map(fromRow), total: Number(total) };
+    },
+  };
+}
+
+export type ProductStore = ReturnType<typeof createProductStore>;

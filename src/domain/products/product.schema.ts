@@ -1,0 +1,249 @@
+import { z } from 'zod';
+import { text } from '../shared/validate.js';
+
+/**
+ * The catalog product (the spec's Product table): the same field names on write and on read. Writes are
+ * lenient about representation — numbers and booleans may arrive as text (CSV cells, storefront payloads
+ * that send prices as strings), an empty string or null means "not sent" — and strict about meaning.
+ */
+
+// Neither database stores these the same way (PostgreSQL refuses NUL in text).
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const storable = (s: string) => !UNSTORABLE.test(s);
+const STORABLE_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
+
+const MAX_PRICE = 1e12;
+const MAX_INT = 2_147_483_647;
+
+const isBlank = (value: unknown) => value === null || value === undefined || (typeof value === 'string' && value.trim() === '');
+
+/** An empty string or null counts as not sent. */
+const blankAsMissing = (value: unknown) => (isBlank(value) ? undefined : value);
+
+/** Required text: trimmed, not empty, storable. */
+const requiredText = (max: number) => text(max).refine(storable, STORABLE_MESSAGE);
+
+/** Optional text, as sent (not trimmed inside), null when blank. */
+const optionalText = (max: number) =>
+  z.preprocess(
+    blankAsMissing,
+    z.string().max(max, `must be at most ${max} characters`).refine(storable, STORABLE_MESSAGE).optional(),
+  );
+
+/** Ids may arrive as numbers (storefront ids often are); stored as text. */
+const idText = z.preprocess(
+  (value) => (typeof value === 'number' && Number.isInteger(value) ? String(value) : value),
+  requiredText(255),
+);
+const optionalIdText = z.preprocess(blankAsMissing, idText.optional());
+
+const toNumber = (value: unknown) => {
+  if (isBlank(value)) return undefined;
+  if (typeof value === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(value)) return Number(value);
+  return value;
+};
+
+/** Money: at most 4 decimals are kept (the columns are decimal(18,4); both databases round alike). */
+const money = z.preprocess(
+  toNumber,
+  z
+    .number()
+    .min(0, 'must not be negative')
+    .max(MAX_PRICE, `must be at most ${MAX_PRICE}`)
+    .transform((n) => Math.round(n * 1e4) / 1e4)
+    .optional(),
+);
+
+const integer = (min: number) =>
+  z.preprocess(toNumber, z.number().int().min(min, `must be at least ${min}`).max(MAX_INT, `must be at most ${MAX_INT}`).optional());
+
+const TRUE_WORDS = new Set(['true', '1', 'yes', 'y']);
+const FALSE_WORDS = new Set(['false', '0', 'no', 'n']);
+const flag = z.preprocess((value) => {
+  if (isBlank(value)) return undefined;
+  if (value === 1 || value === 0) return value === 1;
+  if (typeof value === 'string') {
+    const word = value.trim().toLowerCase();
+    if (TRUE_WORDS.has(word)) return true;
+    if (FALSE_WORDS.has(word)) return false;
+  }
+  return value;
+}, z.boolean().optional());
+
+/** Scalars become text; null entries are dropped (a key with no value is no attribute). */
+const scalarsAsText = (value: unknown) => {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value !== 'object' || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    if (v === null || v === undefined) continue;
+    out[key] = typeof v === 'number' || typeof v === 'boolean' ? String(v) : v;
+  }
+  return out;
+};
+
+const stringMap = (maxValue: number) =>
+  z.preprocess(
+    scalarsAsText,
+    z.record(requiredText(255), z.string().max(maxValue, `must be at most ${maxValue} characters`).refine(storable, STORABLE_MESSAGE)).optional(),
+  );
+
+const categories = z.preprocess(
+  (value) =>
+    Array.isArray(value)
+      ? value.filter((v) => !isBlank(v)).map((v) => (typeof v === 'number' ? String(v) : v))
+      : blankAsMissing(value),
+  z.array(requiredText(255)).max(500, 'must have at most 500 entries').optional(),
+);
+
+/** A variant object (the spec's `variants` row): every field optional. */
+export const variantSchema = z.object({
+  external_id: optionalIdText,
+  sku: optionalText(255),
+  title: optionalText(1000),
+  options: stringMap(1000),
+  price: money,
+  compare_at_price: money,
+  in_stock: flag,
+  stock_qty: integer(-MAX_INT),
+  image_url: optionalText(4096),
+  url: optionalText(4096),
+  position: integer(-MAX_INT),
+});
+
+const productFields = {
+  external_id: idText,
+  title: requiredText(1000),
+  price: money,
+  currency: z.preprocess(
+    blankAsMissing,
+    z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code')
+      .transform((c) => c.toUpperCase())
+      .optional(),
+  ),
+  url: optionalText(4096),
+  image_url: optionalText(4096),
+  in_stock: flag,
+  stock_qty: integer(-MAX_INT),
+  categories,
+  compare_at_price: money,
+  description: optionalText(100_000),
+  product_type: optionalText(255),
+  weight: z.preprocess(toNumber, z.number().max(MAX_PRICE, `must be at most ${MAX_PRICE}`).optional()),
+  // null is an explicit "no variants" (like []); only a missing key leaves stored variants alone.
+  variants: z.preprocess(
+    (value) => (value === null ? [] : value),
+    z.array(variantSchema).max(2000, 'must have at most 2000 entries').optional(),
+  ),
+  metadata: stringMap(10_000),
+};
+
+/** A product from an integration (webhook): `external_id` and `title` are required. */
+export const productSchema = z.object(productFields);
+
+/** A manual product (API or CSV import): `external_id` is generated when absent. */
+export const manualProductSchema = z.object({ ...productFields, external_id: optionalIdText });
+
+export const productListQuerySchema = z.object({
+  platform: z.string().trim().max(64).optional(),
+  external_id: z.string().trim().max(255).optional(),
+  source: z.string().trim().max(400).optional(),
+});
+export type ProductListFilter = z.infer<typeof productListQuerySchema>;
+
+/** `product_deleted` needs only the id. */
+export const productRefSchema = z.object({ external_id: idText });
+
+export interface Variant {
+  external_id: string | null;
+  sku: string | null;
+  title: string | null;
+  options: Record<string, string> | null;
+  price: number | null;
+  compare_at_price: number | null;
+  in_stock: boolean | null;
+  stock_qty: number | null;
+  image_url: string | null;
+  url: string | null;
+  position: number | null;
+}
+
+/** The product's own fields: what a write sets and a read shows, besides ids, variants and service fields. */
+export interface ProductFields {
+  external_id: string;
+  title: string;
+  price: number | null;
+  currency: string;
+  url: string | null;
+  image_url: string | null;
+  in_stock: boolean | null;
+  stock_qty: number | null;
+  categories: string[];
+  compare_at_price: number | null;
+  description: string | null;
+  product_type: string | null;
+  weight: number | null;
+  metadata: Record<string, string>;
+}
+
+/**
+ * A product write after validation, every field explicit: an omitted field is null (the whole product
+ * replaces the stored one), except `variants`, where undefined means "leave the stored variants alone".
+ */
+export interface ProductInput extends ProductFields {
+  variants: Variant[] | undefined;
+}
+
+export const DEFAULT_CURRENCY = 'USD';
+
+const sortedKeys = (map: Record<string, string>) =>
+  Object.fromEntries(Object.keys(map).sort().map((key) => [key, map[key]!]));
+
+/** Fills in what was not sent, in one fixed key order, so equal products serialise (and hash) equally. */
+export function normalizeProduct(parsed: z.output<typeof productSchema>): ProductInput {
+  return {
+    external_id: parsed.external_id,
+    title: parsed.title,
+    price: parsed.price ?? null,
+    currency: parsed.currency ?? DEFAULT_CURRENCY,
+    url: parsed.url ?? null,
+    image_url: parsed.image_url ?? null,
+    in_stock: parsed.in_stock ?? null,
+    stock_qty: parsed.stock_qty ?? null,
+    categories: parsed.categories ?? [],
+    compare_at_price: parsed.compare_at_price ?? null,
+    description: parsed.description ?? null,
+    product_type: parsed.product_type ?? null,
+    weight: parsed.weight ?? null,
+    variants: parsed.variants?.map(
+      (v, i): Variant => ({
+        external_id: v.external_id ?? null,
+        sku: v.sku ?? null,
+        title: v.title ?? null,
+        options: v.options ? sortedKeys(v.options) : null,
+        price: v.price ?? null,
+        compare_at_price: v.compare_at_price ?? null,
+        in_stock: v.in_stock ?? null,
+        stock_qty: v.stock_qty ?? null,
+        image_url: v.image_url ?? null,
+        url: v.url ?? null,
+        // Variants keep the order they were sent in: 1-based place in the array unless told otherwise.
+        position: v.position ?? i + 1,
+      }),
+    ),
+    metadata: sortedKeys(parsed.metadata ?? {}),
+  };
+}
+
+/** The product record of the management API, with the write field names. */
+export interface Product extends ProductFields {
+  id: string;
+  variants: Variant[];
+  platform: string;
+  source: string | null;
+  synced_at: string;
+  created_at: string;
+}
