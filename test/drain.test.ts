@@ -4,7 +4,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/domain/db/database.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
@@ -266,8 +266,22 @@ const describeOutcome = (o: Outcome) =>
   `${o.kind} ${o.route}#${o.seq}: ${o.error ?? `${o.status} ${o.body?.slice(0, 200)} retry-after=${o.retryAfter}`}` +
   (o.error ? ` (listener open after error: ${o.listenerOpenAfterError})` : '');
 
-describe.skipIf(!existsSync(resolve(ROOT, 'dist/src/cli/main.js')))('draining on SIGTERM (emk serve process)', () => {
+/** Counts of outcomes by kind, route, result and timing, for failure messages. */
+function tally(outcomes: Outcome[]): string {
+  const counts = new Map<string, number>();
+  for (const o of outcomes) {
+    const result = o.error ? `connection error (listener ${o.listenerOpenAfterError ? 'open' : 'closed'})` : String(o.status);
+    const key = `${o.kind} ${o.route} ${result}, written ${o.writtenBeforeSignal ? 'before' : 'after'} SIGTERM`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].sort().map(([key, n]) => `  ${key}: ${n}`).join('\n');
+}
+
+describe('draining on SIGTERM (emk serve process)', () => {
   const cleanups: Array<() => Promise<void>> = [];
+  beforeAll(() => {
+    if (!existsSync(resolve(ROOT, 'dist/src/cli/main.js'))) throw new Error('bin/emk runs dist/: run `npm run build` first');
+  });
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
@@ -353,8 +367,10 @@ describe.skipIf(!existsSync(resolve(ROOT, 'dist/src/cli/main.js')))('draining on
         await withTimeout(Promise.all(streams), REQUEST_TIMEOUT_MS, 'stream clients');
         for (const agent of agents) agent.destroy();
 
+        const summary = `${tally(outcomes)}\nexited ${exit.at - signalAt} ms after SIGTERM\nserver stderr:\n${server.stderr()}`;
+
         // The process drained and exited cleanly.
-        expect({ code: exit.code, signal: exit.signal }, server.stderr()).toEqual({ code: 0, signal: null });
+        expect({ code: exit.code, signal: exit.signal }, summary).toEqual({ code: 0, signal: null });
 
         // Every reply is 2xx or the draining 503 (with its body and Retry-After).
         const badReplies = outcomes.filter((o) => o.status !== undefined && !isSuccess(o) && !isDrain503(o));
@@ -374,8 +390,8 @@ describe.skipIf(!existsSync(resolve(ROOT, 'dist/src/cli/main.js')))('draining on
 
         // The stream really ran into the drain: accepted before it, refused with 503 during it.
         const stream = outcomes.filter((o) => o.kind === 'stream');
-        expect(stream.filter((o) => isSuccess(o) && o.writtenBeforeSignal).length).toBeGreaterThan(0);
-        expect(stream.filter(isDrain503).length).toBeGreaterThan(0);
+        expect(stream.filter((o) => isSuccess(o) && o.writtenBeforeSignal).length, summary).toBeGreaterThan(0);
+        expect(stream.filter(isDrain503).length, summary).toBeGreaterThan(0);
 
         // Every acknowledged event is stored, and nothing else.
         const stored = await storedSeqs(database.url);
@@ -387,6 +403,68 @@ describe.skipIf(!existsSync(resolve(ROOT, 'dist/src/cli/main.js')))('draining on
         expect(stored.collect.length + stored.api.length).toBe(acknowledgedTotal);
       },
       90_000,
+    );
+  }
+
+  /**
+   * A client that disconnects while its handler still waits on the database must not make the drain "idle"
+   * early: the handler's write would then meet closed services. Deterministic on PostgreSQL: a lock on
+   * `workspaces` holds the Collect API handler in its first query.
+   */
+  if (DIALECTS.includes('postgres')) {
+    it(
+      'exits promptly when a client disconnects while its request waits on the database [postgres]',
+      async () => {
+        const database = await createTestDatabase('postgres');
+        cleanups.push(() => database.drop());
+        const init = await runCli<{ site_id: string }>(['init', '--db', database.url, '--json', '--name', 'Drain shop', '--domain', 'drain.test']);
+        const server = await startServer(database.url);
+        cleanups.push(async () => {
+          if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+        });
+
+        // Hold the Collect API's workspace lookup.
+        const locker = openDatabase(database.url);
+        let releaseLock = () => {};
+        let onLocked!: () => void;
+        const locked = new Promise<void>((done) => (onLocked = done));
+        const lockDone = locker.knex.transaction(async (trx) => {
+          await trx.raw('LOCK TABLE workspaces IN ACCESS EXCLUSIVE MODE');
+          onLocked();
+          await new Promise<void>((done) => (releaseLock = done));
+        });
+        cleanups.push(async () => {
+          releaseLock();
+          await lockDone.catch(() => {});
+          await locker.close();
+        });
+        await locked;
+
+        const body = JSON.stringify({ site_id: init.site_id, event_name: COLLECT_EVENT, email: 'gone@example.com', properties: { seq: 0 } });
+        const req = http.request({
+          host: '127.0.0.1',
+          port: server.port,
+          method: 'POST',
+          path: '/collect/event',
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        });
+        req.on('error', () => {});
+        req.end(body);
+        await sleep(300); // the handler now waits for the lock
+        req.destroy(); // and its client goes away
+        await sleep(100);
+
+        server.child.kill('SIGTERM');
+        await sleep(500);
+        releaseLock();
+        await lockDone;
+
+        const exit = await withTimeout(server.exited, 10_000, `emk serve exit after SIGTERM; stderr:\n${server.stderr()}`);
+        expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+        // The request was in flight before the signal: its event is stored even though nobody waits for the reply.
+        expect((await storedSeqs(database.url)).collect).toEqual([0]);
+      },
+      60_000,
     );
   }
 });

@@ -4,17 +4,31 @@ import { initCommand } from './commands/init.js';
 import { migrateCommand } from './commands/migrate.js';
 import { productsCommand } from './commands/products/index.js';
 import { serveCommand } from './commands/serve.js';
+import { syncOrdersCommand } from './commands/orders/sync-orders.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
     .description('emk: customer data and marketing automation for online shops')
     .version('0.1.0')
-    .showHelpAfterError()
-    .exitOverride();
-  for (const command of [serveCommand(), migrateCommand(), initCommand(), productsCommand(), attributionCommand()]) {
-    program.addCommand(command.exitOverride());
+    .showHelpAfterError();
+  for (const command of [
+    serveCommand(),
+    migrateCommand(),
+    initCommand(),
+    syncOrdersCommand(),
+    productsCommand(),
+    attributionCommand(),
+  ]) {
+    program.addCommand(command);
   }
+  exitOverrideEverywhere(program);
   return program;
+}
+
+/** Usage errors throw (to become exit 2) at every depth, `emk products import --bad` included. */
+function exitOverrideEverywhere(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) exitOverrideEverywhere(sub);
 }
 
 /** Exit codes: 0 done, 1 failed, 2 usage error (unknown command or flag, missing argument). */

@@ -1,4 +1,5 @@
 import { createApiKeyService } from './api-keys/api-key-service.js';
+import { createCartService } from './carts/cart-service.js';
 import { createAttributionService } from './attribution/attribution-service.js';
 import { createAttributionStore } from './attribution/attribution-store.js';
 import { createContactService } from './contacts/contact-service.js';
@@ -10,6 +11,8 @@ import { createEventStore } from './events/event-store.js';
 import { createIdentityTokenService } from './identity-tokens/identity-token-service.js';
 import { createIdentityTokenStore } from './identity-tokens/identity-token-store.js';
 import { createIntegrationService } from './integrations/integration-service.js';
+import { createOrderService } from './orders/order-service.js';
+import { createOrderStore } from './orders/order-store.js';
 import { createProductService } from './products/product-service.js';
 import { createProductStore } from './products/product-store.js';
 import { createDatabaseCounterStore, createMemoryCounterStore } from './rate-limits/counter-store.js';
@@ -17,6 +20,7 @@ import { createRateLimiter } from './rate-limits/rate-limiter.js';
 import { createSettingsService } from './settings/settings-service.js';
 import { createSettingsStore } from './settings/settings-store.js';
 import { createTriggerOutbox } from './triggers/trigger-outbox.js';
+import { createWebhookService } from './webhook/webhook-service.js';
 import { createWorkspaceService } from './workspaces/workspace-service.js';
 import { createWorkspaceStore } from './workspaces/workspace-store.js';
 
@@ -58,11 +62,32 @@ export function createServices(db: Database) {
     writeTransaction: db.writeTransaction,
     products: createProductStore(dialect),
   });
+  const orders = createOrderService({
+    knex,
+    writer,
+    orders: createOrderStore(dialect),
+    contacts: contactStore,
+    outbox,
+    attributeOrders: attribution.attributeOrders,
+  });
+  const carts = createCartService({ dialect, outbox });
+  const webhook = createWebhookService({
+    knex,
+    writer,
+    contactStore,
+    contacts,
+    events,
+    orders,
+    carts,
+    applyProductEvent: products.applyWebhookEvent,
+    resolveIdentityToken: (trx, workspaceId, token) => identityTokens.resolve(workspaceId, token, trx),
+  });
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
   const rateLimiter = createRateLimiter(
     dialect.sharedByProcesses ? createDatabaseCounterStore(knex, dialect) : createMemoryCounterStore(),
   );
 
+  let closing: Promise<void> | null = null;
   return {
     db,
     writer,
@@ -75,13 +100,19 @@ export function createServices(db: Database) {
     contacts,
     events,
     products,
+    orders,
+    carts,
+    webhook,
     outbox,
     rateLimiter,
-    /** Finishes pending writes, then closes the database. */
-    async close() {
-      await writer.drain();
-      await rateLimiter.close();
-      await db.close();
+    /** Finishes pending writes, then closes the database. Safe to call more than once. */
+    close() {
+      closing ??= (async () => {
+        await writer.close();
+        await rateLimiter.close();
+        await db.close();
+      })();
+      return closing;
     },
   };
 }

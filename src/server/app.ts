@@ -12,6 +12,8 @@ import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { collectRoutes } from './routes/collect/collect-routes.js';
 import { contactRoutes } from './routes/contacts/contact-routes.js';
 import { eventRoutes } from './routes/events/event-routes.js';
+import { orderRoutes } from './routes/orders/order-routes.js';
+import { webhookRoutes } from './routes/webhook/webhook-routes.js';
 import { integrationRoutes } from './routes/integrations/integration-routes.js';
 import { settingsRoutes } from './routes/settings/settings-routes.js';
 import { productRoutes } from './routes/products/product-routes.js';
@@ -49,10 +51,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerJsonBody(app);
 
   await app.register(collectRoutes(services));
+  await app.register(webhookRoutes(services));
   await app.register(
     async (api) => {
       registerApiKeyAuth(api, services.apiKeys);
       await api.register(eventRoutes(services));
+      await api.register(orderRoutes(services));
       await api.register(productRoutes(services));
       await api.register(contactRoutes(services));
       await api.register(apiKeyRoutes(services));

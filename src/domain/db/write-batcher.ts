@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { EmkError } from '../errors.js';
+import { EmkError, UnavailableError } from '../errors.js';
 import type { Database } from './database.js';
 
 /**
@@ -47,6 +47,7 @@ class FailedUnit {
 export class WriteBatcher {
   private queue: Pending[] = [];
   private flushing: Promise<void> | null = null;
+  private closed = false;
 
   constructor(
     private readonly db: Pick<Database, 'writeTransaction'>,
@@ -54,6 +55,8 @@ export class WriteBatcher {
   ) {}
 
   submit<I, O>(handler: BatchHandler<I, O>, item: I): Promise<O> {
+    // After close the database is going away: fail at once instead of waiting for a connection.
+    if (this.closed) return Promise.reject(new UnavailableError('server is shutting down', 5));
     return new Promise<O>((resolve, reject) => {
       this.queue.push({
         handler: handler as BatchHandler<unknown, unknown>,
@@ -75,6 +78,12 @@ export class WriteBatcher {
   /** Resolves once everything submitted so far has been committed (or failed). */
   async drain(): Promise<void> {
     while (this.flushing) await this.flushing;
+  }
+
+  /** Refuses new work, then waits for what was submitted. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.drain();
   }
 
   private async flushLoop(): Promise<void> {

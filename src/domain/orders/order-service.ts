@@ -109,19 +109,15 @@ export function createOrderService(deps: {
       patch.order_number = f.order_number;
       patch.order_number_key = orderNumberKey(f.order_number);
     }
-    let status = f.status;
-    if (change.kind === 'cancelled') {
-      if (row.cancelled_at === null) patch.cancelled_at = change.at;
-      status ??= 'cancelled';
-    }
+    if (change.kind === 'cancelled' && row.cancelled_at === null) patch.cancelled_at = change.at;
     if (change.kind === 'refunded') {
       const refunded =
         f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total);
       const capped = Math.min(Math.max(refunded, 0), total);
       if (capped !== row.refunded_amount) patch.refunded_amount = capped;
-      status ??= 'refunded';
     }
-    if (status !== undefined && status !== row.status) patch.status = status;
+    // The merchant's status is stored as sent; cancellation and refunds live in their own fields.
+    if (f.status !== undefined && f.status !== row.status) patch.status = f.status;
     const itemsChanged = f.items !== undefined && !sameItems(f.items, storedItems);
     return Object.keys(patch).length > 0 || itemsChanged ? patch : null;
   }
@@ -146,7 +142,7 @@ export function createOrderService(deps: {
       order_number_key: orderNumberKey(orderNumber),
       total_amount: total,
       currency: f.currency ?? '',
-      status: f.status ?? (change.kind === 'cancelled' ? 'cancelled' : change.kind === 'refunded' ? 'refunded' : ''),
+      status: f.status ?? '',
       ordered_at: f.ordered_at ?? change.at,
       attributed_campaign_id: null,
       attributed_flow_id: null,

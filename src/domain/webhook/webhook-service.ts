@@ -37,7 +37,7 @@ export interface WebhookDeps {
     eventType: 'product_created' | 'product_updated' | 'product_deleted',
     product: unknown,
   ): Promise<unknown>;
-  resolveIdentityToken(workspaceId: string, token: string): Promise<{ contactId: string } | null>;
+  resolveIdentityToken(trx: Knex.Transaction, workspaceId: string, token: string): Promise<{ contactId: string } | null>;
 }
 
 const deliveryKey = (d: Delivery) => `${d.integration.workspaceId}\u0000${d.parsed.event.eventType}\u0000${d.parsed.dedupeKey}`;
@@ -104,7 +104,7 @@ export function createWebhookService(deps: WebhookDeps) {
         const owner = ensured.get(contactKey(d.integration.workspaceId, d.parsed.email));
         if (owner) result.set(d, owner.row.id);
       } else if (d.parsed.identityToken) {
-        const named = await deps.resolveIdentityToken(d.integration.workspaceId, d.parsed.identityToken);
+        const named = await deps.resolveIdentityToken(trx, d.integration.workspaceId, d.parsed.identityToken);
         if (named) result.set(d, named.contactId);
       }
     }

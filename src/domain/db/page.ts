@@ -1,0 +1,18 @@
+import type { Knex } from 'knex';
+import { offsetOf, type Paging } from '../shared/paging.js';
+
+/**
+ * One page of a filtered list query and the total it pages through: `{rows, total}` for the management
+ * API's `{data, meta}` lists. `base` carries the filters; `orderBy` should end in a unique column so pages
+ * neither skip nor repeat rows.
+ */
+export async function selectPage<Row>(
+  base: Knex.QueryBuilder,
+  orderBy: Array<{ column: string; order: 'asc' | 'desc' }>,
+  paging: Paging,
+  fromRow: (raw: Record<string, unknown>) => Row,
+): Promise<{ rows: Row[]; total: number }> {
+  const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
+  const rows = await base.orderBy(orderBy).limit(paging.perPage).offset(offsetOf(paging));
+  return { rows: rows.map(fromRow), total: Number(total) };
+}

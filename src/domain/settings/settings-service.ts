@@ -1,0 +1,58 @@
+import type { Knex } from 'knex';
+import type { WriteBatcher } from '../db/write-batcher.js';
+import { NotFoundError } from '../errors.js';
+import { parseInput } from '../shared/validate.js';
+import { updateSettingsSchema, type Settings } from './settings.schema.js';
+import type { SettingsStore } from './settings-store.js';
+
+/**
+ * Workspace settings (CONTRACT §3): attribution windows, contact limit, sender. Reads always go to the
+ * database, so a change is seen at once by every process; `onChange` lets caches of workspace rows forget.
+ */
+export function createSettingsService(deps: {
+  knex: Knex;
+  writer: WriteBatcher;
+  store: SettingsStore;
+  onChange?: (workspaceId: string) => void;
+}) {
+  const { knex, writer, store, onChange } = deps;
+
+  async function get(workspaceId: string, db: Knex | Knex.Transaction = knex): Promise<Settings> {
+    const settings = await store.find(db, workspaceId);
+    if (!settings) throw new NotFoundError('workspace not found');
+    return settings;
+  }
+
+  return {
+    /** The workspace's settings; inside a transaction pass it as `db`. */
+    get,
+
+    /** PATCH: changes only the fields sent; a refused request changes nothing. */
+    async update(workspaceId: string, body: unknown): Promise<Settings> {
+      const input = parseInput(updateSettingsSchema, body);
+      const next = await writer.run(async (trx) => {
+        const current = await store.find(trx, workspaceId, true);
+        if (!current) throw new NotFoundError('workspace not found');
+        const changes: Partial<Settings> = {
+          ...(input.click_window_days !== undefined ? { click_window_days: input.click_window_days } : {}),
+          ...(input.open_window_days !== undefined ? { open_window_days: input.open_window_days } : {}),
+          ...(input.contact_limit !== undefined ? { contact_limit: input.contact_limit } : {}),
+          ...(input.sender !== undefined
+            ? {
+                sender: {
+                  from_email: input.sender.from_email !== undefined ? input.sender.from_email : current.sender.from_email,
+                  from_name: input.sender.from_name !== undefined ? input.sender.from_name || null : current.sender.from_name,
+                },
+              }
+            : {}),
+        };
+        await store.update(trx, workspaceId, changes);
+        return { ...current, ...changes };
+      });
+      onChange?.(workspaceId);
+      return next;
+    },
+  };
+}
+
+export type SettingsService = ReturnType<typeof createSettingsService>;

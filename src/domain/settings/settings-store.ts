@@ -1,0 +1,39 @@
+import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { storedSenderSchema, type Settings } from './settings.schema.js';
+
+type Db = Knex | Knex.Transaction;
+
+const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender'] as const;
+
+/** Settings are columns of the workspace row. */
+export function createSettingsStore(dialect: Dialect) {
+  const fromRow = (row: Record<string, unknown>): Settings => {
+    const sender = storedSenderSchema.parse(row.sender === null ? {} : dialect.readJson(row.sender));
+    return {
+      click_window_days: dialect.readNumber(row.click_window_days),
+      open_window_days: dialect.readNumber(row.open_window_days),
+      contact_limit: row.contact_limit === null || row.contact_limit === undefined ? null : dialect.readNumber(row.contact_limit),
+      sender: { from_email: sender.from_email ?? null, from_name: sender.from_name ?? null },
+    };
+  };
+
+  return {
+    async find(db: Db, workspaceId: string, lock = false): Promise<Settings | null> {
+      const query = db('workspaces').where({ id: workspaceId }).first(COLUMNS);
+      const row = await (lock ? dialect.forUpdate(query) : query);
+      return row ? fromRow(row) : null;
+    },
+
+    async update(db: Db, workspaceId: string, changes: Partial<Settings>): Promise<void> {
+      const patch: Record<string, unknown> = {};
+      if (changes.click_window_days !== undefined) patch.click_window_days = changes.click_window_days;
+      if (changes.open_window_days !== undefined) patch.open_window_days = changes.open_window_days;
+      if (changes.contact_limit !== undefined) patch.contact_limit = changes.contact_limit;
+      if (changes.sender !== undefined) patch.sender = dialect.writeJson(changes.sender);
+      if (Object.keys(patch).length > 0) await db('workspaces').where({ id: workspaceId }).update(patch);
+    },
+  };
+}
+
+export type SettingsStore = ReturnType<typeof createSettingsStore>;
