@@ -29,17 +29,35 @@ for (const dialect of DIALECTS) {
     };
 
     it('commits the writes of concurrent callers in a few transactions, answering each in order', async () => {
-      const writer = new WriteBatcher(db);
+      const concurrency = db.dialect.writeConcurrency;
+      const writer = new WriteBatcher(db.knex, { concurrency });
       transactions = 0;
       const results = await Promise.all(Array.from({ length: 300 }, (_, i) => writer.submit(insertProbe, `a${i}`)));
       expect(results).toEqual(Array.from({ length: 300 }, (_, i) => `stored:a${i}`));
-      // The first caller flushes alone at once; everyone arriving meanwhile shares the next commit.
-      expect(transactions).toBeLessThanOrEqual(3);
+      // The first callers flush at once (one each, up to the concurrency); everyone arriving meanwhile shares
+      // the next commits.
+      expect(transactions).toBeLessThanOrEqual(2 * concurrency);
       expect(await db.knex('batch_probe').where('value', 'like', 'a%')).toHaveLength(300);
     });
 
+    it('never runs more transactions at once than its concurrency', async () => {
+      const writer = new WriteBatcher(db.knex, { concurrency: 2 });
+      let running = 0;
+      let most = 0;
+      const slow: BatchHandler<string, string> = async (trx, values) => {
+        most = Math.max(most, ++running);
+        await new Promise((r) => setTimeout(r, 20));
+        await trx('batch_probe').insert(values.map((value) => ({ value })));
+        running--;
+        return values;
+      };
+      await Promise.all(Array.from({ length: 40 }, (_, i) => writer.submit(slow, `m${i}`)));
+      expect(most).toBe(dialect === 'sqlite' ? 1 : 2);
+      expect(await db.knex('batch_probe').where('value', 'like', 'm%')).toHaveLength(40);
+    });
+
     it('answers only after the commit: the row is readable from another connection when the promise resolves', async () => {
-      const writer = new WriteBatcher(db);
+      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
       await writer.submit(insertProbe, 'durable-1');
       const other = openDatabase(database.url);
       try {
@@ -50,7 +68,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('a failing item fails alone; the rest of its group is committed', async () => {
-      const writer = new WriteBatcher(db);
+      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
       await writer.submit(insertProbe, 'dup');
       const outcomes = await Promise.allSettled(['b1', 'dup', 'b2', 'b3'].map((v) => writer.submit(insertProbe, v)));
       expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
@@ -59,7 +77,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('run(): a unit that throws is undone alone (savepoint), its neighbours commit', async () => {
-      const writer = new WriteBatcher(db);
+      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
       const outcomes = await Promise.allSettled([
         writer.run((trx) => trx('batch_probe').insert({ value: 'u1' })),
         writer.run(async (trx) => {
@@ -75,7 +93,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('drain() waits for everything submitted', async () => {
-      const writer = new WriteBatcher(db);
+      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
       const pending = Array.from({ length: 50 }, (_, i) => writer.submit(insertProbe, `c${i}`));
       await writer.drain();
       expect(await db.knex('batch_probe').where('value', 'like', 'c%')).toHaveLength(50);

@@ -27,7 +27,7 @@ import { createWorkspaceStore } from './workspaces/workspace-store.js';
 /** The one composition root: the server and every CLI command build their services here. */
 export function createServices(db: Database) {
   const { knex, dialect } = db;
-  const writer = new WriteBatcher(db);
+  const writer = new WriteBatcher(knex, { concurrency: dialect.writeConcurrency });
   const contactStore = createContactStore(dialect);
   const eventStore = createEventStore(dialect);
   const outbox = createTriggerOutbox(dialect);
@@ -35,7 +35,6 @@ export function createServices(db: Database) {
   const integrations = createIntegrationService({ knex, dialect, writeTransaction: db.writeTransaction });
   const workspaces = createWorkspaceService({
     knex,
-    writeTransaction: db.writeTransaction,
     store: createWorkspaceStore(dialect),
     apiKeys,
     integrations,

@@ -7,7 +7,7 @@ import { postgresDialect } from './dialect/postgres.js';
 export interface Database {
   knex: Knex;
   dialect: Dialect;
-  /** A transaction that will write: every write transaction starts here. */
+  /** Every write transaction starts here (on SQLite it begins IMMEDIATE: see dialect/sqlite.ts). */
   writeTransaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
@@ -31,11 +31,7 @@ export function openDatabase(url: string): Database {
   return {
     knex,
     dialect,
-    writeTransaction: (work) =>
-      knex.transaction(async (trx) => {
-        await dialect.claimWriteLock(trx);
-        return work(trx);
-      }),
+    writeTransaction: (work) => knex.transaction(work),
     close: () => knex.destroy(),
   };
 }

@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import { EmkError, UnavailableError } from '../errors.js';
-import type { Database } from './database.js';
 
 /**
  * Writes a group of items in one transaction and returns one result per item, in order. A handler works
@@ -40,18 +39,19 @@ class FailedUnit {
 
 /**
  * Group commit: concurrent requests hand their writes to one writer, which commits everything that arrived
- * while the previous transaction was running in the next single transaction. There is no timer: an idle
- * writer flushes at once, a busy one as soon as its current commit returns. Every caller's promise settles
- * only after its transaction has committed, so an accepted write is durable before the reply.
+ * while its transaction was running in the next single transaction. There is no timer: an idle writer
+ * flushes at once, a busy one as soon as a commit returns. Up to `concurrency` transactions run at once
+ * (one on SQLite, which has one writer; a few on PostgreSQL). Every caller's promise settles only after its
+ * transaction has committed, so an accepted write is durable before the reply.
  */
 export class WriteBatcher {
   private queue: Pending[] = [];
-  private flushing: Promise<void> | null = null;
+  private readonly flushes = new Set<Promise<void>>();
   private closed = false;
 
   constructor(
-    private readonly db: Pick<Database, 'writeTransaction'>,
-    private readonly maxBatch = 1000,
+    private readonly knex: Knex,
+    private readonly options: { concurrency: number; maxBatch?: number },
   ) {}
 
   submit<I, O>(handler: BatchHandler<I, O>, item: I): Promise<O> {
@@ -64,7 +64,7 @@ export class WriteBatcher {
         resolve: resolve as (value: unknown) => void,
         reject,
       });
-      if (!this.flushing) this.flushing = this.flushLoop();
+      this.startFlushes();
     });
   }
 
@@ -77,7 +77,7 @@ export class WriteBatcher {
 
   /** Resolves once everything submitted so far has been committed (or failed). */
   async drain(): Promise<void> {
-    while (this.flushing) await this.flushing;
+    while (this.flushes.size > 0) await Promise.all(this.flushes);
   }
 
   /** Refuses new work, then waits for what was submitted. */
@@ -86,20 +86,20 @@ export class WriteBatcher {
     await this.drain();
   }
 
-  private async flushLoop(): Promise<void> {
-    try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.maxBatch);
-        await this.flush(batch);
-      }
-    } finally {
-      this.flushing = null;
+  private startFlushes(): void {
+    while (this.queue.length > 0 && this.flushes.size < this.options.concurrency) {
+      const batch = this.queue.splice(0, this.options.maxBatch ?? 1000);
+      const flush: Promise<void> = this.flush(batch).finally(() => {
+        this.flushes.delete(flush);
+        this.startFlushes();
+      });
+      this.flushes.add(flush);
     }
   }
 
   private async flush(batch: Pending[]): Promise<void> {
     try {
-      const results = await this.db.writeTransaction((trx) => this.apply(trx, batch));
+      const results = await this.knex.transaction((trx) => this.apply(trx, batch));
       batch.forEach((pending, i) => pending.resolve(results[i]));
     } catch (error) {
       if (batch.length === 1) return batch[0]!.reject(error);

@@ -27,10 +27,6 @@ export interface Dialect {
    * (rate-limit counters), never for customer data.
    */
   relaxDurability(trx: Knex.Transaction): Promise<void>;
-  /**
-   * Runs first in every write transaction. SQLite: takes the write lock before anything is read, so a
-   * transaction never has to upgrade a read snapshot (which fails at once with SQLITE_BUSY instead of
-   * waiting when another connection wrote meanwhile, e.g. `emk sync-orders` beside `emk serve`).
-   */
-  claimWriteLock(trx: Knex.Transaction): Promise<void>;
+  /** Group commits that may run at once: one writer on SQLite, several connections on PostgreSQL. */
+  readonly writeConcurrency: number;
 }

@@ -24,7 +24,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     relaxDurability: async (trx) => {
       await trx.raw('SET LOCAL synchronous_commit = off');
     },
-    // Row locks and MVCC: nothing to claim up front.
-    claimWriteLock: async () => {},
+    // Independent transactions on separate connections; row locks and unique keys keep them apart.
+    writeConcurrency: 4,
   };
 }

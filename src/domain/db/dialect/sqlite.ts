@@ -1,7 +1,32 @@
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import type { Dialect } from './dialect.js';
+
+type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/**
+ * knex's sqlite3 client, whose transactions start with BEGIN IMMEDIATE: every transaction takes the write lock
+ * before it reads, so none ever has to upgrade a read snapshot — which fails at once with SQLITE_BUSY, without
+ * waiting, when another connection wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`). knex has no
+ * option for it; the subclass overrides the one method that issues BEGIN (knex is pinned).
+ */
+function immediateSqliteClient(): Constructor {
+  const require = createRequire(import.meta.url);
+  const Client = require('knex/lib/dialects/sqlite3/index.js') as Constructor;
+  const Transaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as Constructor;
+  class ImmediateTransaction extends Transaction {
+    begin(connection: unknown) {
+      return this.query(connection, 'BEGIN IMMEDIATE;');
+    }
+  }
+  return class ImmediateClient extends Client {
+    transaction(...args: unknown[]) {
+      return new ImmediateTransaction(this, ...args);
+    }
+  };
+}
 
 /** Per-connection settings: WAL lets readers run beside the writer; FULL sync makes each commit durable. */
 const PRAGMAS = [
@@ -32,7 +57,7 @@ export function sqliteDialect(filename: string): Dialect {
     knexConfig() {
       if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
       return {
-        client: 'sqlite3',
+        client: immediateSqliteClient() as unknown as typeof Knex.Client,
         connection: { filename },
         useNullAsDefault: true,
         // One connection: SQLite has one writer anyway, and the group-commit writer keeps it busy with few,
@@ -54,9 +79,7 @@ export function sqliteDialect(filename: string): Dialect {
     // A single connection is the single writer: nothing else can change the row mid-transaction.
     forUpdate: (query) => query,
     relaxDurability: async () => {},
-    claimWriteLock: async (trx) => {
-      // A write statement that changes nothing still takes the lock (waiting up to busy_timeout).
-      await trx.raw('UPDATE workspaces SET id = id WHERE 0');
-    },
+    // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
+    writeConcurrency: 1,
   };
 }
