@@ -9,6 +9,7 @@ import * as createOrders from './202611211102_create_orders.js';
 import * as createCarts from './202611211103_create_carts.js';
 import * as createWebhookDeliveries from './202611211104_create_webhook_deliveries.js';
 import * as createEngagements from './202611211105_create_engagements.js';
+import * as trimHotPathIndexes from './202611211200_trim_hot_path_indexes.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -30,4 +31,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211103_create_carts', createCarts],
   ['202611211104_create_webhook_deliveries', createWebhookDeliveries],
   ['202611211105_create_engagements', createEngagements],
+  ['202611211200_trim_hot_path_indexes', trimHotPathIndexes],
 ];
