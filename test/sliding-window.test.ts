@@ -283,13 +283,13 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('database counter store (Pos
     await database?.drop();
   });
 
-  limiterScenarios('database', () => createDatabaseCounterStore(db.knex, db.dialect));
+  limiterScenarios('database', () => createDatabaseCounterStore(db.knex));
 
   it('two stores on one database (two processes) share one budget, also under concurrency', async () => {
     const other = openDatabase(database.url);
     try {
-      const a = createRateLimiter(createDatabaseCounterStore(db.knex, db.dialect), () => T0 + 1_000);
-      const b = createRateLimiter(createDatabaseCounterStore(other.knex, other.dialect), () => T0 + 1_000);
+      const a = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
+      const b = createRateLimiter(createDatabaseCounterStore(other.knex), () => T0 + 1_000);
       const budget = [{ key: `shared:${Math.random()}`, limit: 10 }];
       const decisions = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).spend(budget)));
       expect(decisions.filter((d) => d?.allowed)).toHaveLength(10);
@@ -308,7 +308,7 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('database counter store (Pos
   });
 
   it('a refused request taken back in the same flush as a new request does not inflate its count', async () => {
-    const store = createDatabaseCounterStore(db.knex, db.dialect);
+    const store = createDatabaseCounterStore(db.knex);
     const k = `merge:${Math.random()}`;
     const start = T0;
     expect(await store.increment([k], start)).toEqual([{ previous: 0, current: 1 }]);

@@ -83,7 +83,7 @@ export function createServices(db: Database) {
   });
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
   const rateLimiter = createRateLimiter(
-    dialect.sharedByProcesses ? createDatabaseCounterStore(knex, dialect) : createMemoryCounterStore(),
+    dialect.sharedByProcesses ? createDatabaseCounterStore(db.relaxedKnex()) : createMemoryCounterStore(),
   );
 
   let closing: Promise<void> | null = null;

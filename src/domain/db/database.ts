@@ -7,6 +7,11 @@ import { postgresDialect } from './dialect/postgres.js';
 export interface Database {
   knex: Knex;
   dialect: Dialect;
+  /**
+   * A second, small pool whose commits do not wait for the disk (PostgreSQL), for data that may be lost in a
+   * crash: shared rate-limit counters. Opened on first use, closed with the database.
+   */
+  relaxedKnex(): Knex;
   /** Every write transaction starts here (on SQLite it begins IMMEDIATE: see dialect/sqlite.ts). */
   writeTransaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
@@ -28,10 +33,15 @@ export function dialectFor(url: string): Dialect {
 export function openDatabase(url: string): Database {
   const dialect = dialectFor(url);
   const knex = knexFactory(dialect.knexConfig());
+  let relaxed: Knex | null = null;
   return {
     knex,
     dialect,
+    relaxedKnex: () => (relaxed ??= knexFactory(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2 }))),
     writeTransaction: (work) => knex.transaction(work),
-    close: () => knex.destroy(),
+    async close() {
+      await relaxed?.destroy();
+      await knex.destroy();
+    },
   };
 }

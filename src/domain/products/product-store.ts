@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import { offsetOf, type Paging } from '../shared/paging.js';
+import { selectPage } from '../db/page.js';
+import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { Product, ProductFields, ProductListFilter, Variant } from './product.schema.js';
 
@@ -216,15 +217,15 @@ export function createProductStore(dialect: Dialect) {
       if (filter.platform) base.where({ platform: filter.platform });
       if (filter.external_id) base.where({ external_id: filter.external_id });
       if (filter.source) base.where({ source: filter.source });
-      const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
-      const rows = await base
-        .orderBy([
+      return selectPage(
+        base,
+        [
           { column: 'created_at', order: 'desc' },
           { column: 'id', order: 'desc' },
-        ])
-        .limit(paging.perPage)
-        .offset(offsetOf(paging));
-      return { rows: rows.map(fromRow), total: Number(total) };
+        ],
+        paging,
+        fromRow,
+      );
     },
   };
 }

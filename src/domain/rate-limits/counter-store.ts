@@ -1,5 +1,4 @@
 import type { Knex } from 'knex';
-import type { Dialect } from '../db/dialect/dialect.js';
 import { WINDOW_MS, type WindowCounts } from './sliding-window.js';
 
 /** Counts requests per key and fixed window. */
@@ -63,13 +62,16 @@ interface PendingIncrement {
 
 /**
  * Counters in the shared database, so every process on one PostgreSQL database enforces one budget. The
- * increments of concurrent requests are summed per key and written in one upsert per flush (flushing as soon
- * as the previous one returns); the counters are not customer data, so their commits do not wait for disk.
+ * increments of concurrent requests are summed per key and written in one upsert statement per flush
+ * (flushing as soon as the previous one returns). Pass a pool whose commits do not wait for the disk: the
+ * counters are not customer data. A previous window no longer changes, so its counts are read once.
  */
-export function createDatabaseCounterStore(knex: Knex, dialect: Dialect): CounterStore {
+export function createDatabaseCounterStore(knex: Knex): CounterStore {
   let pending = new Map<string, PendingIncrement>();
   let flushing: Promise<void> | null = null;
   let lastSweep = 0;
+  /** slot(key, window) → the key's count in the window before. */
+  const previousCounts = new Map<string, number>();
   const slot = (key: string, start: number) => `${start}\u0000${key}`;
 
   const add = (key: string, start: number, delta: number, waiter?: PendingIncrement['waiters'][0], failure?: PendingIncrement['failures'][0]) => {
@@ -102,33 +104,36 @@ export function createDatabaseCounterStore(knex: Knex, dialect: Dialect): Counte
       const [start, key] = id.split('\u0000') as [string, string];
       return { key, window_start: Number(start), count: batch.get(id)!.delta };
     });
-    await knex.transaction(async (trx) => {
-      await dialect.relaxDurability(trx);
-      const totals = (await trx('rate_limit_counters')
-        .insert(rows)
-        .onConflict(['key', 'window_start'])
-        .merge({ count: trx.raw('?? + ??', ['rate_limit_counters.count', 'excluded.count']) })
-        .returning(['key', 'window_start', 'count'])) as Array<{ key: string; window_start: number; count: number }>;
-      const previous = await trx('rate_limit_counters')
+    const totals = (await knex('rate_limit_counters')
+      .insert(rows)
+      .onConflict(['key', 'window_start'])
+      .merge({ count: knex.raw('?? + ??', ['rate_limit_counters.count', 'excluded.count']) })
+      .returning(['key', 'window_start', 'count'])) as Array<{ key: string; window_start: number; count: number }>;
+    const unknown = rows.filter((r) => !previousCounts.has(slot(r.key, r.window_start)));
+    if (unknown.length > 0) {
+      const previous = await knex('rate_limit_counters')
         .whereIn(
           ['key', 'window_start'],
-          rows.map((r) => [r.key, r.window_start - WINDOW_MS]),
+          unknown.map((r) => [r.key, r.window_start - WINDOW_MS]),
         )
         .select('key', 'window_start', 'count');
-      const previousOf = new Map(previous.map((p) => [slot(p.key, Number(p.window_start) + WINDOW_MS), Number(p.count)]));
-      for (const total of totals) {
-        const id = slot(total.key, Number(total.window_start));
-        const entry = batch.get(id)!;
-        // Hand out the positions this flush added, in arrival order.
-        let position = Number(total.count) - entry.waiters.length;
-        for (const waiter of entry.waiters) waiter({ previous: previousOf.get(id) ?? 0, current: ++position });
-      }
-      const now = Date.now();
-      if (now - lastSweep > WINDOW_MS) {
-        lastSweep = now;
-        await trx('rate_limit_counters').where('window_start', '<', now - 3 * WINDOW_MS).delete();
-      }
-    });
+      for (const r of unknown) previousCounts.set(slot(r.key, r.window_start), 0);
+      for (const p of previous) previousCounts.set(slot(p.key, Number(p.window_start) + WINDOW_MS), Number(p.count));
+    }
+    for (const total of totals) {
+      const id = slot(total.key, Number(total.window_start));
+      const entry = batch.get(id)!;
+      // Hand out the positions this flush added, in arrival order.
+      let position = Number(total.count) - entry.waiters.length;
+      for (const waiter of entry.waiters) waiter({ previous: previousCounts.get(id) ?? 0, current: ++position });
+    }
+    const now = Date.now();
+    if (now - lastSweep > WINDOW_MS) {
+      lastSweep = now;
+      const cutoff = now - 3 * WINDOW_MS;
+      await knex('rate_limit_counters').where('window_start', '<', cutoff).delete();
+      for (const id of previousCounts.keys()) if (Number(id.split('\u0000', 1)[0]) < cutoff) previousCounts.delete(id);
+    }
   }
 
   return {

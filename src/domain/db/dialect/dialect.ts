@@ -12,7 +12,11 @@ export interface Dialect {
   readonly maxBindings: number;
   /** Most rows one multi-row INSERT may carry (knex writes SQLite's as a compound SELECT, capped at 500). */
   readonly maxRowsPerInsert: number;
-  knexConfig(): Knex.Config;
+  /**
+   * Connection settings. `asynchronousCommit`: commits do not wait for the disk — only for a pool that holds
+   * data that may be lost in a crash (rate-limit counters), never customer data.
+   */
+  knexConfig(options?: { asynchronousCommit?: boolean; poolMax?: number }): Knex.Config;
   /** Encodes a value for a JSON column (text on SQLite, jsonb on PostgreSQL). */
   writeJson(value: unknown): string;
   readJson<T = unknown>(value: unknown): T;
@@ -22,11 +26,6 @@ export interface Dialect {
   isUniqueViolation(error: unknown): boolean;
   /** Locks the selected rows until the transaction ends where the database has row locks. */
   forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
-  /**
-   * Lets this transaction commit without waiting for the disk. Only for data that may be lost in a crash
-   * (rate-limit counters), never for customer data.
-   */
-  relaxDurability(trx: Knex.Transaction): Promise<void>;
   /** Group commits that may run at once: one writer on SQLite, several connections on PostgreSQL. */
   readonly writeConcurrency: number;
 }

@@ -12,8 +12,16 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     maxBindings: 65_000,
     // No row cap of its own: the bind limit is the bound.
     maxRowsPerInsert: 65_000,
-    knexConfig() {
-      return { client: 'pg', connection: url, pool: { min: 0, max: poolMax } };
+    knexConfig(options = {}) {
+      const pool: Knex.PoolConfig = { min: 0, max: options.poolMax ?? poolMax };
+      if (options.asynchronousCommit) {
+        pool.afterCreate = (connection: pg.Client, done: (error: Error | null, connection: pg.Client) => void) =>
+          connection.query('SET synchronous_commit = off').then(
+            () => done(null, connection),
+            (error: Error) => done(error, connection),
+          );
+      }
+      return { client: 'pg', connection: url, pool };
     },
     writeJson: (value) => JSON.stringify(value ?? null),
     readJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
@@ -21,9 +29,6 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     readNumber: (value) => Number(value ?? 0),
     isUniqueViolation: (error) => (error as { code?: string } | null)?.code === '23505',
     forUpdate: (query) => query.forUpdate() as typeof query,
-    relaxDurability: async (trx) => {
-      await trx.raw('SET LOCAL synchronous_commit = off');
-    },
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 4,
   };

@@ -78,7 +78,6 @@ export function sqliteDialect(filename: string): Dialect {
       error instanceof Error && /SQLITE_CONSTRAINT/.test(error.message) && /UNIQUE|PRIMARY KEY/.test(error.message),
     // A single connection is the single writer: nothing else can change the row mid-transaction.
     forUpdate: (query) => query,
-    relaxDurability: async () => {},
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
   };
