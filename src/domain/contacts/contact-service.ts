@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError } from '../errors.js';
 import type { EventStore } from '../events/event-store.js';
-import type { Page, Paging } from '../shared/paging.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
 import {
   contactListQuerySchema,
@@ -193,10 +193,7 @@ export function createContactService(deps: {
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Contact>> {
       const filter = parseInput(contactListQuerySchema, query);
       const { rows, total } = await contacts.list(knex, workspaceId, filter, paging);
-      return {
-        data: await contacts.toContacts(knex, rows),
-        meta: { page: paging.page, perPage: paging.perPage, total },
-      };
+      return toPage(await contacts.toContacts(knex, rows), total, paging);
     },
   };
 }

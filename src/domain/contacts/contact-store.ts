@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { chunk, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import { offsetOf, type Paging } from '../shared/paging.js';
+import { selectPage } from '../db/page.js';
+import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import { emailKey, type Contact, type SubscriptionStatus } from './contact.schema.js';
 import { uuidv7 } from '../shared/ids.js';
@@ -41,6 +42,11 @@ export const contactKey = (workspaceId: string, email: string) => `${workspaceId
 
 // Tuple IN lists: two bindings a pair, well under either database's limit.
 const PAIRS_PER_QUERY = 5_000;
+
+const NEWEST_FIRST = [
+  { column: 'created_at', order: 'desc' as const },
+  { column: 'id', order: 'desc' as const },
+];
 
 export function createContactStore(dialect: Dialect) {
   const fromRow = (raw: Record<string, unknown>): ContactRow => ({
@@ -281,15 +287,7 @@ export function createContactStore(dialect: Dialect) {
     async list(db: Db, workspaceId: string, filter: { email?: string }, paging: Paging) {
       const base = db('contacts').where({ workspace_id: workspaceId });
       if (filter.email) base.where({ email_key: emailKey(filter.email) });
-      const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
-      const rows = await base
-        .orderBy([
-          { column: 'created_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ])
-        .limit(paging.perPage)
-        .offset(offsetOf(paging));
-      return { rows: rows.map(fromRow), total: Number(total) };
+      return selectPage(base, NEWEST_FIRST, paging, fromRow);
     },
   };
 }

@@ -4,7 +4,7 @@ import { contactKey } from '../contacts/contact-store.js';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../shared/ids.js';
-import type { Page, Paging } from '../shared/paging.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
 import { triggerTypeForEvent, type TriggerFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
@@ -194,7 +194,7 @@ export function createEventService(deps: {
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<EventRecord>> {
       const filter = parseInput(eventListQuerySchema, query);
       const { rows, total } = await events.list(knex, workspaceId, filter, paging);
-      return { data: rows, meta: { page: paging.page, perPage: paging.perPage, total } };
+      return toPage(rows, total, paging);
     },
   };
 }

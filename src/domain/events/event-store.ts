@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { chunk, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import { offsetOf, type Paging } from '../shared/paging.js';
+import { selectPage } from '../db/page.js';
+import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { EventRecord } from './event.schema.js';
 
@@ -70,15 +71,15 @@ export function createEventStore(dialect: Dialect) {
       const base = db('events').where({ workspace_id: workspaceId });
       if (filter.contact_id) base.where({ contact_id: filter.contact_id });
       if (filter.event_name) base.where({ event_name: filter.event_name });
-      const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
-      const rows = await base
-        .orderBy([
+      return selectPage(
+        base,
+        [
           { column: 'created_at', order: 'desc' },
           { column: 'id', order: 'desc' },
-        ])
-        .limit(paging.perPage)
-        .offset(offsetOf(paging));
-      return { rows: rows.map(toRecord), total: Number(total) };
+        ],
+        paging,
+        toRecord,
+      );
     },
   };
 }

@@ -4,7 +4,7 @@ import type { Database } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
-import type { Page, Paging } from '../shared/paging.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import {
@@ -85,7 +85,7 @@ export function createIntegrationService(deps: {
 
     async list(workspaceId: string, paging: Paging): Promise<Page<Integration>> {
       const { rows, total } = await store.list(knex, workspaceId, paging);
-      return { data: rows.map(store.toIntegration), meta: { page: paging.page, perPage: paging.perPage, total } };
+      return toPage(rows.map(store.toIntegration), total, paging);
     },
 
     async get(workspaceId: string, id: string): Promise<Integration> {

@@ -4,7 +4,7 @@ import { contactKey } from '../contacts/contact-store.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../shared/ids.js';
-import type { Page, Paging } from '../shared/paging.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { describeIssue, parseInput } from '../shared/validate.js';
 import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
@@ -409,7 +409,7 @@ export function createOrderService(deps: {
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Order>> {
       const filter = parseInput(orderListQuerySchema, query);
       const { rows, total } = await orders.list(knex, workspaceId, filter, paging);
-      return { data: await orders.toOrders(knex, rows), meta: { page: paging.page, perPage: paging.perPage, total } };
+      return toPage(await orders.toOrders(knex, rows), total, paging);
     },
   };
 }

@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
 import { chunk, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import { offsetOf, type Paging } from '../shared/paging.js';
+import { selectPage } from '../db/page.js';
+import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { Order, OrderItem } from './order.schema.js';
 
@@ -161,15 +162,15 @@ export function createOrderStore(dialect: Dialect) {
       const base = db('orders').where({ workspace_id: workspaceId });
       if (filter.contact_id) base.where({ contact_id: filter.contact_id });
       if (filter.external_id) base.where({ external_id: filter.external_id });
-      const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
-      const rows = await base
-        .orderBy([
+      return selectPage(
+        base,
+        [
           { column: 'ordered_at', order: 'desc' },
           { column: 'id', order: 'desc' },
-        ])
-        .limit(paging.perPage)
-        .offset(offsetOf(paging));
-      return { rows: rows.map(fromRow), total: Number(total) };
+        ],
+        paging,
+        fromRow,
+      );
     },
 
     /** Management records, with their items in one query. */

@@ -24,3 +24,8 @@ export interface Page<T> {
 export function offsetOf(paging: Paging): number {
   return (paging.page - 1) * paging.perPage;
 }
+
+/** The management API's list body. */
+export function toPage<T>(data: T[], total: number, paging: Paging): Page<T> {
+  return { data, meta: { page: paging.page, perPage: paging.perPage, total } };
+}
