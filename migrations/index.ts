@@ -10,6 +10,7 @@ import * as createCarts from './202611211103_create_carts.js';
 import * as createWebhookDeliveries from './202611211104_create_webhook_deliveries.js';
 import * as createEngagements from './202611211105_create_engagements.js';
 import * as trimHotPathIndexes from './202611211200_trim_hot_path_indexes.js';
+import * as partialAttributionIndexes from './202611211201_partial_attribution_indexes.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,4 +33,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211104_create_webhook_deliveries', createWebhookDeliveries],
   ['202611211105_create_engagements', createEngagements],
   ['202611211200_trim_hot_path_indexes', trimHotPathIndexes],
+  ['202611211201_partial_attribution_indexes', partialAttributionIndexes],
 ];

@@ -22,6 +22,18 @@ export function withGlobalOptions(command: Command): Command {
     .option('--no-migrate', 'do not apply pending migrations first');
 }
 
+const LONGEST_MESSAGE = 600;
+
+/**
+ * Domain errors are written as they are; anything else is unexpected, and a database driver's message can
+ * hold a whole SQL statement with its data: shown shortened, keeping the end, where the driver's reason is.
+ */
+function describeFailure(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error instanceof EmkError || message.length <= LONGEST_MESSAGE) return message;
+  return `unexpected error: …${message.slice(-LONGEST_MESSAGE)}`;
+}
+
 /** Ctrl-C at a prompt. */
 export class CancelledError extends EmkError {
   constructor() {
@@ -77,8 +89,7 @@ export async function runCommand<T>(
     const result = await action(context);
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${render(result)}\n`);
   } catch (error) {
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`emk: ${message}\n`);
+    process.stderr.write(`emk: ${describeFailure(error)}\n`);
     process.exitCode = error instanceof EmkError ? error.exitCode : 1;
   } finally {
     if (services) await (services as Services).close();

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { chunk, insertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -164,7 +164,7 @@ export function createContactStore(dialect: Dialect) {
       if (missing.length === 0) return found;
 
       const insertedIds = new Set<string>();
-      for (const part of chunk(missing, Math.floor(dialect.maxBindings / 11))) {
+      for (const part of chunk(missing, chunkSizeFor(dialect, 11))) {
         const rows = part.map((row) => ({ ...row, properties: dialect.writeJson(row.properties) }));
         const returned = await db('contacts')
           .insert(rows)
@@ -243,7 +243,7 @@ export function createContactStore(dialect: Dialect) {
       const sorted = [...links].sort((a, b) =>
         `${a.workspaceId}\u0000${a.anonymousId}` < `${b.workspaceId}\u0000${b.anonymousId}` ? -1 : 1,
       );
-      for (const part of chunk(sorted, Math.floor(dialect.maxBindings / 4))) {
+      for (const part of chunk(sorted, chunkSizeFor(dialect, 4))) {
         await db('contact_anonymous_ids')
           .insert(
             part.map((l) => ({

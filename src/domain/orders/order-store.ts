@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { chunk, insertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -76,8 +76,7 @@ export function createOrderStore(dialect: Dialect) {
      */
     async insertIgnoringConflicts(db: Db, rows: OrderRow[], items: Map<string, OrderItem[]>): Promise<Set<string>> {
       const inserted = new Set<string>();
-      const perStatement = Math.floor(dialect.maxBindings / Math.max(1, Object.keys(rows[0] ?? {}).length));
-      for (const part of chunk(rows, perStatement)) {
+      for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0] ?? {}).length))) {
         const returned = (await db('orders')
           .insert(part)
           .onConflict(['workspace_id', 'upsert_key'])
