@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { randomToken, uuidv7 } from '../shared/ids.js';
-import type { Page, Paging } from '../shared/paging.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { describeIssue, parseInput } from '../shared/validate.js';
 import {
   manualProductSchema,
@@ -231,10 +231,7 @@ export function createProductService(deps: {
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Product>> {
       const filter = parseInput(productListQuerySchema, query);
       const { rows, total } = await products.list(knex, workspaceId, filter, paging);
-      return {
-        data: await products.toProducts(knex, rows),
-        meta: { page: paging.page, perPage: paging.perPage, total },
-      };
+      return toPage(await products.toProducts(knex, rows), total, paging);
     },
   };
 }
