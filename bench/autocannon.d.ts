@@ -20,6 +20,8 @@ declare module 'autocannon' {
       headers?: Record<string, string>;
       body?: string | Buffer;
       setupClient?: (client: Client) => void;
+      /** Request templates; `setupRequest` may rewrite each request before it is sent. */
+      requests?: Array<{ setupRequest?: (request: Record<string, unknown>) => Record<string, unknown> }>;
     }
 
     interface Histogram {

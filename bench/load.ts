@@ -8,6 +8,8 @@ export interface LoadOptions {
   headers: Record<string, string>;
   /** One body per connection, round robin over this list. */
   bodies: string[];
+  /** When given, a fresh body for every request instead (e.g. a new order and customer each time). */
+  nextBody?: () => string;
 }
 
 export interface LoadResult {
@@ -32,7 +34,9 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
         duration: options.duration,
         headers: { 'content-type': 'application/json', ...options.headers },
         body: options.bodies[0]!,
-        setupClient: (client) => client.setBody(options.bodies[nextBody++ % options.bodies.length]!),
+        ...(options.nextBody
+          ? { requests: [{ setupRequest: (request) => ({ ...request, body: options.nextBody!() }) }] }
+          : { setupClient: (client) => client.setBody(options.bodies[nextBody++ % options.bodies.length]!) }),
       },
       (error, result) => {
         if (error) return reject(error);

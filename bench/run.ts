@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { runLoad, type LoadResult } from './load.js';
 import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
 import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess } from './processes.js';
+import { runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 
 /**
  * `npm run bench`: emk's two event-ingestion routes on SQLite and PostgreSQL against a bare Fastify route that
@@ -11,7 +12,8 @@ import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess } fr
  *
  * Environment: BENCH_DURATION (seconds per target, default 10), BENCH_WARMUP (seconds, default 2),
  * BENCH_CONNECTIONS (default 50), EMK_BENCH_DATABASE_URL (a PostgreSQL server to create the bench database on,
- * default postgres://postgres@127.0.0.1:5432/postgres).
+ * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_SYNC_ORDERS (orders in the generated
+ * `emk sync-orders` file, default 100000; 0 skips it) and BENCH_SYNC_CUSTOMERS (default 20000).
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -30,6 +32,8 @@ const DURATION_S = positiveNumber('BENCH_DURATION', 10);
 const WARMUP_S = positiveNumber('BENCH_WARMUP', 2, true);
 const CONNECTIONS = positiveNumber('BENCH_CONNECTIONS', 50);
 const CONTACTS = 50;
+const SYNC_ORDERS = positiveNumber('BENCH_SYNC_ORDERS', 100_000, true);
+const SYNC_CUSTOMERS = positiveNumber('BENCH_SYNC_CUSTOMERS', 20_000);
 /** Huge, not 0: the limiter still runs on every request, as in production. */
 const HUGE_LIMIT = '1000000000';
 /** Pause between the end of a run and SIGTERM: autocannon drops its connections with requests still in flight. */
@@ -47,7 +51,7 @@ const EMK_ENV: NodeJS.ProcessEnv = {
   EMK_LIMIT_CP_PER_IP: HUGE_LIMIT,
 };
 
-type Route = 'collect' | 'events';
+type Route = 'collect' | 'events' | 'webhook';
 
 interface Row {
   target: string;
@@ -75,10 +79,38 @@ const PROPERTIES = {
 interface Workspace {
   siteId: string;
   apiKey: string;
+  integrationId: string;
+  integrationKey: string;
   contacts: Array<{ id: string; email: string }>;
 }
 
+let orderSequence = 0;
+
+/** Webhook `order_placed` with 3 items for a customer never seen before (a new contact each time). */
+function newOrderBody(): string {
+  const n = ++orderSequence;
+  return JSON.stringify({
+    event_type: 'order_placed',
+    external_id: `bench-evt-${process.pid}-${n}`,
+    email: `buyer-${process.pid}-${n}@bench.test`,
+    order: {
+      external_id: `bench-order-${process.pid}-${n}`,
+      order_number: String(100000 + n),
+      total_amount: 74.7,
+      currency: 'EUR',
+      status: 'paid',
+      ordered_at: new Date().toISOString(),
+      items: [
+        { external_id: 'sku-1042', title: 'Merino wool beanie', quantity: 1, price: 24.9 },
+        { external_id: 'sku-2210', title: 'Wool socks', quantity: 2, price: 12.45 },
+        { external_id: 'sku-0007', title: 'Gift wrap', quantity: 1, price: 24.9 },
+      ],
+    },
+  });
+}
+
 function bodiesFor(route: Route, workspace: Workspace): string[] {
+  if (route === 'webhook') return [newOrderBody()];
   return workspace.contacts.map((contact) =>
     JSON.stringify(
       route === 'collect'
@@ -93,6 +125,8 @@ function bareBodies(route: Route): string[] {
   return bodiesFor(route, {
     siteId: 'site_0123456789abcdefghij',
     apiKey: '',
+    integrationId: '',
+    integrationKey: '',
     contacts: Array.from({ length: CONTACTS }, (_, i) => ({
       id: `01a1fd88-7e40-7f88-9c98-${String(i).padStart(12, '0')}`,
       email: `bench-${i}@example.com`,
@@ -118,15 +152,22 @@ async function checkAccepted(url: string, body: string, headers: Record<string, 
   if (status < 200 || status >= 300) throw new Error(`${url} answered ${status} ${JSON.stringify(json)}`);
 }
 
-async function measure(server: ServerProcess, path: string, bodies: string[], headers: Record<string, string>) {
+async function measure(server: ServerProcess, path: string, bodies: string[], headers: Record<string, string>, nextBody?: () => string) {
   const url = `${server.url}${path}`;
   await checkAccepted(url, bodies[0]!, headers);
-  if (WARMUP_S > 0) await runLoad({ url, connections: CONNECTIONS, duration: WARMUP_S, headers, bodies });
-  const result = await runLoad({ url, connections: CONNECTIONS, duration: DURATION_S, headers, bodies });
+  const load = { url, connections: CONNECTIONS, headers, bodies, ...(nextBody ? { nextBody } : {}) };
+  if (WARMUP_S > 0) await runLoad({ ...load, duration: WARMUP_S });
+  const result = await runLoad({ ...load, duration: DURATION_S });
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
   const peakRssKib = server.peakRssKib();
   return { result, peakRssKib };
 }
+
+const BARE_LABELS: Record<Route, string> = {
+  collect: '/collect/event',
+  events: '/api/v1/events',
+  webhook: 'webhook order',
+};
 
 async function runBare(route: Route): Promise<Row> {
   log(`bare route, ${route} body…`);
@@ -134,7 +175,7 @@ async function runBare(route: Route): Promise<Row> {
   try {
     const { result, peakRssKib } = await measure(server, '/bare/event', bareBodies(route), {});
     return {
-      target: `bare POST (${route === 'collect' ? '/collect/event' : '/api/v1/events'} body)`,
+      target: `bare POST (${BARE_LABELS[route]} body)`,
       database: '-',
       result,
       bareRps: result.requestsPerSecond,
@@ -151,7 +192,7 @@ function startEmk(databaseUrl: string): Promise<ServerProcess> {
 
 /** `emk init --json`, then the contacts the events name, created through the API. */
 async function bootstrap(databaseUrl: string): Promise<Workspace> {
-  const init = await runJson<{ site_id: string; api_key: string }>(
+  const init = await runJson<{ site_id: string; api_key: string; integration: { id: string; api_key: string } }>(
     [EMK, 'init', '--db', databaseUrl, '--json', '--name', 'Bench shop', '--domain', 'shop.bench.test'],
     EMK_ENV,
     ROOT,
@@ -167,7 +208,13 @@ async function bootstrap(databaseUrl: string): Promise<Workspace> {
       if (status !== 201 && status !== 200) throw new Error(`creating a contact answered ${status} ${JSON.stringify(json)}`);
       contacts.push({ id: (json as { id: string }).id, email });
     }
-    return { siteId: init.site_id, apiKey: init.api_key, contacts };
+    return {
+      siteId: init.site_id,
+      apiKey: init.api_key,
+      integrationId: init.integration.id,
+      integrationKey: init.integration.api_key,
+      contacts,
+    };
   } finally {
     await server.stop();
   }
@@ -176,20 +223,27 @@ async function bootstrap(databaseUrl: string): Promise<Workspace> {
 async function runEmk(databaseLabel: string, databaseUrl: string, bare: Record<Route, number>, notes: string[]): Promise<Row[]> {
   log(`emk on ${databaseLabel}: bootstrapping…`);
   const workspace = await bootstrap(databaseUrl);
-  const targets: Array<{ route: Route; path: string; headers: Record<string, string> }> = [
-    { route: 'collect', path: '/collect/event', headers: {} },
-    { route: 'events', path: '/api/v1/events', headers: { 'x-api-key': workspace.apiKey } },
+  const targets: Array<{ route: Route; path: string; label: string; headers: Record<string, string> }> = [
+    { route: 'collect', path: '/collect/event', label: 'POST /collect/event', headers: {} },
+    { route: 'events', path: '/api/v1/events', label: 'POST /api/v1/events', headers: { 'x-api-key': workspace.apiKey } },
+    {
+      route: 'webhook',
+      path: `/ecom/website/${workspace.integrationId}`,
+      label: 'webhook order_placed (3 items, new contact)',
+      headers: { authorization: `Bearer ${workspace.integrationKey}` },
+    },
   ];
   const rows: Row[] = [];
-  for (const { route, path, headers } of targets) {
-    log(`emk on ${databaseLabel}: POST ${path}…`);
+  for (const { route, path, label, headers } of targets) {
+    log(`emk on ${databaseLabel}: ${label}…`);
     const server = await startEmk(databaseUrl);
     try {
-      const { result, peakRssKib } = await measure(server, path, bodiesFor(route, workspace), headers);
-      rows.push({ target: `emk POST ${path}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib });
+      const nextBody = route === 'webhook' ? newOrderBody : undefined;
+      const { result, peakRssKib } = await measure(server, path, bodiesFor(route, workspace), headers, nextBody);
+      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib });
     } finally {
       const { code, killed } = await server.stop();
-      const where = `emk serve (${databaseLabel}, POST ${path})`;
+      const where = `emk serve (${databaseLabel}, ${label})`;
       if (killed) notes.push(`${where} had not exited ${STOP_TIMEOUT_MS} ms after SIGTERM and was killed`);
       else if (code !== 0) notes.push(`${where} exited with code ${code} after SIGTERM`);
     }
@@ -197,8 +251,38 @@ async function runEmk(databaseLabel: string, databaseUrl: string, bare: Record<R
   return rows;
 }
 
+/** `emk sync-orders` of the generated file, twice: the second run finds every order already stored. */
+async function runSyncBench(databaseLabel: string, databaseUrl: string, file: string): Promise<SyncRow> {
+  log(`emk sync-orders on ${databaseLabel}: ${SYNC_ORDERS} orders…`);
+  const args = ['--db', databaseUrl, '--file', file];
+  const first = await runSync(EMK, args, EMK_ENV, ROOT);
+  log(`emk sync-orders on ${databaseLabel}: again…`);
+  const second = await runSync(EMK, args, EMK_ENV, ROOT);
+  return { database: databaseLabel, first, second };
+}
+
+interface SyncRow {
+  database: string;
+  first: SyncRun;
+  second: SyncRun;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Output
+
+function syncTable(rows: SyncRow[]): string {
+  const header = ['emk sync-orders', 'database', 'orders', 'first run (s)', 'orders/s', 'second run (s)', 'peak RSS (MiB)'];
+  const lines = rows.map((row) => [
+    `${SYNC_ORDERS} orders, 3 items, ${SYNC_CUSTOMERS} customers`,
+    row.database,
+    `${row.first.summary.inserted} new / ${row.second.summary.skipped} unchanged`,
+    row.first.seconds.toFixed(1),
+    (row.first.summary.rows / row.first.seconds).toFixed(0),
+    row.second.seconds.toFixed(1),
+    (Math.max(row.first.peakRssKib ?? 0, row.second.peakRssKib ?? 0) / 1024).toFixed(0),
+  ]);
+  return formatTable(header, lines);
+}
 
 function table(rows: Row[]): string {
   const header = ['target', 'database', 'requests/s', 'p99 (ms)', 'vs bare', 'non-2xx', 'errors', 'peak RSS (MiB)'];
@@ -212,6 +296,10 @@ function table(rows: Row[]): string {
     String(row.result.errors),
     row.peakRssKib === null ? '-' : (row.peakRssKib / 1024).toFixed(0),
   ]);
+  return formatTable(header, lines);
+}
+
+function formatTable(header: string[], lines: string[][]): string {
   const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i]!.length)));
   const format = (cells: string[]) => cells.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
   return [format(header), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.map(format)].join('\n');
@@ -250,9 +338,10 @@ async function main(): Promise<void> {
   const loadAtStart = os.loadavg()[0]!;
   const notes: string[] = [];
   const rows: Row[] = [];
+  const syncRows: SyncRow[] = [];
   try {
-    const bare: Record<Route, number> = { collect: 0, events: 0 };
-    for (const route of ['collect', 'events'] as const) {
+    const bare: Record<Route, number> = { collect: 0, events: 0, webhook: 0 };
+    for (const route of ['collect', 'events', 'webhook'] as const) {
       const row = await runBare(route);
       bare[route] = row.result.requestsPerSecond;
       rows.push(row);
@@ -260,7 +349,15 @@ async function main(): Promise<void> {
 
     const dir = mkdtempSync(join(os.tmpdir(), 'emk-bench-'));
     cleanups.push(async () => rmSync(dir, { recursive: true, force: true }));
-    rows.push(...(await runEmk('sqlite', `sqlite:${join(dir, 'bench.db')}`, bare, notes)));
+    const ordersFile = join(dir, 'orders.jsonl');
+    if (SYNC_ORDERS > 0) {
+      const started = performance.now();
+      await writeOrdersFile(ordersFile, SYNC_ORDERS, SYNC_CUSTOMERS);
+      notes.push(`generated ${SYNC_ORDERS} orders for sync-orders in ${((performance.now() - started) / 1000).toFixed(1)} s (not counted)`);
+    }
+    const sqliteUrl = `sqlite:${join(dir, 'bench.db')}`;
+    rows.push(...(await runEmk('sqlite', sqliteUrl, bare, notes)));
+    if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench('sqlite', sqliteUrl, ordersFile));
 
     const postgresServer = process.env.EMK_BENCH_DATABASE_URL ?? DEFAULT_BENCH_POSTGRES_URL;
     const postgres = await createBenchDatabase(postgresServer);
@@ -269,6 +366,7 @@ async function main(): Promise<void> {
     } else {
       cleanups.push(() => postgres.drop());
       rows.push(...(await runEmk('postgres', postgres.url, bare, notes)));
+      if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench('postgres', postgres.url, ordersFile));
     }
   } finally {
     killAll();
@@ -276,6 +374,7 @@ async function main(): Promise<void> {
   }
 
   process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n`);
+  if (syncRows.length > 0) process.stdout.write(`\n${syncTable(syncRows)}\n`);
   for (const note of notes) process.stdout.write(`${note}\n`);
   process.stdout.write(
     '\nrequests/s: autocannon mean of per-second samples; vs bare: requests/s relative to the bare Fastify route ' +
