@@ -165,6 +165,13 @@ describeEachDatabase('orders', (h) => {
     expect(s2.lifetime_revenue).toBe(25);
   });
 
+  it('sync fires no order_placed: a historical backfill starts no flows', async () => {
+    const ws = await h().workspace();
+    await sync(ws, [syncRow('s5@example.com', 'h1'), syncRow('s5@example.com', 'h2')]);
+    expect(await h().services.db.knex('orders').where({ workspace_id: ws.id })).toHaveLength(2);
+    expect(await h().services.db.knex('trigger_outbox').where({ workspace_id: ws.id })).toEqual([]);
+  });
+
   it('sync attributes from each order’s real ordered_at, once', async () => {
     const ws = await h().workspace();
     const contactId = await newContact(ws, 's3@example.com');

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
+import { byWorkspace, chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -58,8 +58,8 @@ export function createContactStore(dialect: Dialect) {
 
   async function selectByKeys(db: Db, pairs: [string, string][], lock: boolean): Promise<ContactRow[]> {
     const rows: ContactRow[] = [];
-    for (const part of chunk(pairs, PAIRS_PER_QUERY)) {
-      const query = db('contacts').whereIn(['workspace_id', 'email_key'], part).orderBy('id');
+    for (const [workspaceId, keys] of byWorkspace(pairs, PAIRS_PER_QUERY)) {
+      const query = db('contacts').where({ workspace_id: workspaceId }).whereIn('email_key', keys).orderBy('id');
       rows.push(...(await (lock ? dialect.forUpdate(query) : query)).map(fromRow));
     }
     return rows;
@@ -265,10 +265,10 @@ export function createContactStore(dialect: Dialect) {
     /** `workspace\0anonymous_id` → owning contact id. */
     async ownersOfAnonymousIds(db: Db, pairs: [string, string][]): Promise<Map<string, string>> {
       const owners = new Map<string, string>();
-      for (const part of chunk(pairs, PAIRS_PER_QUERY)) {
-        if (part.length === 0) continue;
+      for (const [workspaceId, anonymousIds] of byWorkspace(pairs, PAIRS_PER_QUERY)) {
         const rows = await db('contact_anonymous_ids')
-          .whereIn(['workspace_id', 'anonymous_id'], part)
+          .where({ workspace_id: workspaceId })
+          .whereIn('anonymous_id', anonymousIds)
           .select('workspace_id', 'anonymous_id', 'contact_id');
         for (const row of rows) owners.set(`${row.workspace_id}\u0000${row.anonymous_id}`, row.contact_id);
       }

@@ -24,3 +24,17 @@ export async function insertRows(
     await trx(table).insert(part);
   }
 }
+
+/**
+ * (workspace, key) pairs grouped by workspace, in chunks: `workspace_id = ? AND key IN (…)` is served by a
+ * (workspace_id, key) index on both databases, where a row-value `(a, b) IN (…)` list is not on PostgreSQL.
+ */
+export function byWorkspace(pairs: Array<readonly [string, string]>, size: number): Array<[workspaceId: string, keys: string[]]> {
+  const groups = new Map<string, string[]>();
+  for (const [workspaceId, key] of pairs) {
+    const keys = groups.get(workspaceId) ?? [];
+    keys.push(key);
+    groups.set(workspaceId, keys);
+  }
+  return [...groups].flatMap(([workspaceId, keys]) => chunk(keys, size).map((part): [string, string[]] => [workspaceId, part]));
+}

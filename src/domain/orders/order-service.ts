@@ -165,9 +165,9 @@ export function createOrderService(deps: {
       byWorkspace.set(changes[i]!.workspaceId, list);
     }
     const lost: number[] = [];
-    const touchedContacts: string[] = [];
     const facts: TriggerFact[] = [];
     for (const [workspaceId, indexes] of byWorkspace) {
+      const touchedContacts: string[] = [];
       const existing = new Map(
         (await orders.findByUpsertKeys(trx, workspaceId, indexes.map((i) => changes[i]!.upsertKey))).map((r) => [r.upsert_key!, r]),
       );
@@ -196,7 +196,10 @@ export function createOrderService(deps: {
         touchedContacts.push(row.contact_id);
         results[i] = { orderId: row.id, outcome: 'updated' };
       }
-      if (fresh.length === 0) continue;
+      if (fresh.length === 0) {
+        await orders.refreshContactTotals(trx, workspaceId, touchedContacts);
+        continue;
+      }
 
       // Attribution runs once, when the order first arrives, from its ordered_at.
       const credited = await attributeOrders(
@@ -224,11 +227,12 @@ export function createOrderService(deps: {
         }
         results[index] = { orderId: row.id, outcome: 'inserted' };
         touchedContacts.push(row.contact_id);
-        // A cancelled order is stored, but thanks-for-your-order flows do not start for it.
-        if (row.cancelled_at === null) facts.push(orderPlacedFact(row));
+        // order_placed flows start for live webhook orders only: not for a cancelled order, and not for a
+        // historical backfill (a sync must not mail customers about last year's orders).
+        if (row.origin === 'webhook' && row.cancelled_at === null) facts.push(orderPlacedFact(row));
       }
+      await orders.refreshContactTotals(trx, workspaceId, touchedContacts);
     }
-    await orders.refreshContactTotals(trx, touchedContacts);
     await outbox.record(trx, facts);
     return lost;
   }
@@ -368,7 +372,7 @@ export function createOrderService(deps: {
           updated_at: now,
         };
         await orders.insert(trx, [order], new Map([[order.id, (input.items ?? []).map(toOrderItem)]]));
-        await orders.refreshContactTotals(trx, [owner.id]);
+        await orders.refreshContactTotals(trx, workspaceId, [owner.id]);
         await outbox.record(trx, [orderPlacedFact(order)]);
         return order;
       });

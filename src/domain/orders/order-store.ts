@@ -136,19 +136,18 @@ export function createOrderStore(dialect: Dialect) {
      * Sets each touched contact's lifetime revenue and order count from its stored orders, in one statement:
      * the totals equal the sum over the orders by construction, whatever mix of writes came before.
      */
-    async refreshContactTotals(db: Db, contactIds: string[]): Promise<void> {
+    async refreshContactTotals(db: Db, workspaceId: string, contactIds: string[]): Promise<void> {
       for (const part of chunk([...new Set(contactIds)].sort(), KEYS_PER_QUERY)) {
         if (part.length === 0) continue;
-        await db('contacts')
-          .whereIn('id', part)
-          .update({
-            lifetime_revenue: db.raw(
-              `(SELECT ROUND(COALESCE(SUM(${NET_REVENUE_SQL}), 0), 4) FROM orders WHERE orders.workspace_id = contacts.workspace_id AND orders.contact_id = contacts.id)`,
-            ),
-            orders_count: db.raw(
-              '(SELECT COUNT(*) FROM orders WHERE orders.workspace_id = contacts.workspace_id AND orders.contact_id = contacts.id)',
-            ),
-          });
+        // UPDATE … FROM (PostgreSQL, SQLite 3.33+): one aggregate over the contacts' orders, not a subquery per row.
+        await db.raw(
+          `UPDATE contacts SET lifetime_revenue = totals.revenue, orders_count = totals.orders
+           FROM (SELECT contact_id, ROUND(SUM(${NET_REVENUE_SQL}), 4) AS revenue, COUNT(*) AS orders
+                 FROM orders WHERE workspace_id = ? AND contact_id IN (${part.map(() => '?').join(', ')})
+                 GROUP BY contact_id) AS totals
+           WHERE contacts.id = totals.contact_id`,
+          [workspaceId, ...part],
+        );
       }
     },
 
