@@ -28,7 +28,9 @@ import { createWorkspaceStore } from './workspaces/workspace-store.js';
 export function createServices(db: Database) {
   const { knex, dialect } = db;
   const writer = new WriteBatcher(knex, { concurrency: dialect.writeConcurrency });
-  const contactStore = createContactStore(dialect);
+  const contactStore = createContactStore(dialect, {
+    contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
+  });
   const eventStore = createEventStore(dialect);
   const outbox = createTriggerOutbox(dialect);
   const apiKeys = createApiKeyService({ knex });

@@ -91,7 +91,7 @@ export function createAttributionService(deps: {
   ): Promise<Map<string, Attribution | null>> {
     const result = new Map<string, Attribution | null>(orders.map((o) => [o.id, null]));
     if (orders.length === 0) return result;
-    const { click_window_days, open_window_days } = await settings.get(workspaceId, trx);
+    const { click_window_days, open_window_days } = await settings.cached(workspaceId, trx);
     for (const part of chunk(orders, CHUNK)) {
       const touches = await store.latestTouches(
         trx,

@@ -48,7 +48,12 @@ const NEWEST_FIRST = [
   { column: 'id', order: 'desc' as const },
 ];
 
-export function createContactStore(dialect: Dialect) {
+/** The workspace's contact limit (null: none), from settings. */
+export interface ContactLimits {
+  contactLimitOf(db: Db, workspaceId: string): Promise<number | null>;
+}
+
+export function createContactStore(dialect: Dialect, limits: ContactLimits) {
   const fromRow = (raw: Record<string, unknown>): ContactRow => ({
     ...(raw as unknown as ContactRow),
     properties: dialect.readJson<Record<string, unknown>>(raw.properties) ?? {},
@@ -87,14 +92,14 @@ export function createContactStore(dialect: Dialect) {
    */
   async function withinContactLimits(db: Db, keys: string[]): Promise<string[]> {
     if (keys.length === 0) return keys;
-    const workspaceIds = [...new Set(keys.map((key) => key.split('\u0000')[0]!))];
-    const limited = await db('workspaces').whereIn('id', workspaceIds).whereNotNull('contact_limit').select('id', 'contact_limit');
-    if (limited.length === 0) return keys;
     const room = new Map<string, number>();
-    for (const { id, contact_limit } of limited) {
-      const [{ n }] = (await db('contacts').where({ workspace_id: id }).count({ n: '*' })) as [{ n: number | string }];
-      room.set(id, Math.max(0, dialect.readNumber(contact_limit) - Number(n)));
+    for (const workspaceId of new Set(keys.map((key) => key.split('\u0000')[0]!))) {
+      const limit = await limits.contactLimitOf(db, workspaceId);
+      if (limit === null) continue;
+      const [{ n }] = (await db('contacts').where({ workspace_id: workspaceId }).count({ n: '*' })) as [{ n: number | string }];
+      room.set(workspaceId, Math.max(0, limit - Number(n)));
     }
+    if (room.size === 0) return keys;
     return keys.filter((key) => {
       const workspaceId = key.split('\u0000')[0]!;
       const left = room.get(workspaceId);

@@ -1,13 +1,18 @@
 import type { Knex } from 'knex';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError } from '../errors.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import { updateSettingsSchema, type Settings } from './settings.schema.js';
 import type { SettingsStore } from './settings-store.js';
 
+/** How long a hot-path read (`cached`) may be stale in other processes; this process forgets at once. */
+const CACHE_TTL_MS = 5_000;
+
 /**
- * Workspace settings (CONTRACT §3): attribution windows, contact limit, sender. Reads always go to the
- * database, so a change is seen at once by every process; `onChange` lets caches of workspace rows forget.
+ * Workspace settings (CONTRACT §3): attribution windows, contact limit, sender. `get` always reads the
+ * database; `cached` serves the write paths that consult settings on every commit (attribution windows, the
+ * contact limit). `onChange` lets caches of workspace rows forget.
  */
 export function createSettingsService(deps: {
   knex: Knex;
@@ -16,6 +21,7 @@ export function createSettingsService(deps: {
   onChange?: (workspaceId: string) => void;
 }) {
   const { knex, writer, store, onChange } = deps;
+  const cache = new TtlCache<string, Settings>(CACHE_TTL_MS);
 
   async function get(workspaceId: string, db: Knex | Knex.Transaction = knex): Promise<Settings> {
     const settings = await store.find(db, workspaceId);
@@ -26,6 +32,15 @@ export function createSettingsService(deps: {
   return {
     /** The workspace's settings; inside a transaction pass it as `db`. */
     get,
+
+    /** The settings, at most a few seconds old (changes made here are seen at once); pass a transaction as `db`. */
+    async cached(workspaceId: string, db: Knex | Knex.Transaction = knex): Promise<Settings> {
+      const hit = cache.get(workspaceId);
+      if (hit) return hit;
+      const settings = await get(workspaceId, db);
+      cache.set(workspaceId, settings);
+      return settings;
+    },
 
     /** PATCH: changes only the fields sent; a refused request changes nothing. */
     async update(workspaceId: string, body: unknown): Promise<Settings> {
@@ -49,6 +64,7 @@ export function createSettingsService(deps: {
         await store.update(trx, workspaceId, changes);
         return { ...current, ...changes };
       });
+      cache.delete(workspaceId);
       onChange?.(workspaceId);
       return next;
     },

@@ -30,6 +30,6 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     isUniqueViolation: (error) => (error as { code?: string } | null)?.code === '23505',
     forUpdate: (query) => query.forUpdate() as typeof query,
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
-    writeConcurrency: 4,
+    writeConcurrency: 2,
   };
 }
