@@ -140,8 +140,8 @@ export function createEventService(deps: {
       }
       return { record: events.toRecord(row as unknown as Record<string, unknown>) };
     });
-    await events.insert(trx, rows);
-    await outbox.record(trx, facts);
+    // Independent statements: queued on the connection together, without a round through the event loop between.
+    await Promise.all([events.insert(trx, rows), outbox.record(trx, facts)]);
     return results;
   };
 
