@@ -363,15 +363,7 @@ describeEachDatabase(
       for (let i = 0; i < 35; i++) expectUnlimited(await h().request({ method: 'GET', url: '/cp/unsubscribe/t', remoteAddress: ip }));
     });
   },
-  {
-    EMK_LIMIT_WEBHOOK_PER_INTEGRATION: '0',
-    EMK_LIMIT_WEBHOOK_PER_IP: '0',
-    EMK_LIMIT_COLLECT_PER_IP: '0',
-    EMK_LIMIT_COLLECT_PER_SITE: '0',
-    EMK_LIMIT_COLLECT_PER_IP_SITE: '0',
-    EMK_LIMIT_AUTH_PER_IP: '0',
-    EMK_LIMIT_CP_PER_IP: '0',
-  },
+  NO_LIMITS,
 );
 
 /**

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { runChunked, type RowError } from '../../input/run-chunked.js';
+import { describeRowErrors, runChunked, type RowError } from '../../input/run-chunked.js';
 import { startProgress } from '../../progress.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
@@ -62,8 +62,7 @@ export function syncOrdersCommand(): Command {
       (s) =>
         [
           `${s.dry_run ? 'checked' : 'synced'} ${s.rows} orders: ${s.inserted} inserted, ${s.updated} updated, ${s.skipped} unchanged, ${s.errors.length} rejected`,
-          ...s.errors.slice(0, 20).map((e) => `  line ${e.line}: ${e.error}`),
-          ...(s.errors.length > 20 ? [`  … and ${s.errors.length - 20} more (use --json for all)`] : []),
+          ...describeRowErrors(s.errors),
         ].join('\n'),
     ),
   );
