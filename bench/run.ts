@@ -4,7 +4,8 @@ import { join, resolve } from 'node:path';
 import { runLoad, type LoadResult } from './load.js';
 import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
 import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess } from './processes.js';
-import { runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
+import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFile } from './events-volume.js';
+import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 
 /**
  * `npm run bench`: emk's two event-ingestion routes on SQLite and PostgreSQL against a bare Fastify route that
@@ -13,7 +14,8 @@ import { runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
  * Environment: BENCH_DURATION (seconds per target, default 10), BENCH_WARMUP (seconds, default 2),
  * BENCH_CONNECTIONS (default 50), EMK_BENCH_DATABASE_URL (a PostgreSQL server to create the bench database on,
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_SYNC_ORDERS (orders in the generated
- * `emk sync-orders` file, default 100000; 0 skips it) and BENCH_SYNC_CUSTOMERS (default 20000).
+ * `emk sync-orders` file, default 100000; 0 skips it), BENCH_SYNC_CUSTOMERS (default 20000), BENCH_EVENT_ROWS
+ * (rows in the generated `emk events import` file, default 1000000; 0 skips the events-at-volume rows).
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -34,6 +36,10 @@ const CONNECTIONS = positiveNumber('BENCH_CONNECTIONS', 50);
 const CONTACTS = 50;
 const SYNC_ORDERS = positiveNumber('BENCH_SYNC_ORDERS', 100_000, true);
 const SYNC_CUSTOMERS = positiveNumber('BENCH_SYNC_CUSTOMERS', 20_000);
+const EVENT_ROWS = positiveNumber('BENCH_EVENT_ROWS', 1_000_000, true);
+const EVENT_CONTACTS = 10_000;
+const BATCH_REQUESTS = 40;
+const CEILING_ROWS = 200_000;
 /** Huge, not 0: the limiter still runs on every request, as in production. */
 const HUGE_LIMIT = '1000000000';
 /** Pause between the end of a run and SIGTERM: autocannon drops its connections with requests still in flight. */
@@ -77,6 +83,7 @@ const PROPERTIES = {
 };
 
 interface Workspace {
+  workspaceId: string;
   siteId: string;
   apiKey: string;
   integrationId: string;
@@ -123,6 +130,7 @@ function bodiesFor(route: Route, workspace: Workspace): string[] {
 /** Same shapes, for the bare route, without a workspace. */
 function bareBodies(route: Route): string[] {
   return bodiesFor(route, {
+    workspaceId: '',
     siteId: 'site_0123456789abcdefghij',
     apiKey: '',
     integrationId: '',
@@ -192,7 +200,7 @@ function startEmk(databaseUrl: string): Promise<ServerProcess> {
 
 /** `emk init --json`, then the contacts the events name, created through the API. */
 async function bootstrap(databaseUrl: string): Promise<Workspace> {
-  const init = await runJson<{ site_id: string; api_key: string; integration: { id: string; api_key: string } }>(
+  const init = await runJson<{ workspace_id: string; site_id: string; api_key: string; integration: { id: string; api_key: string } }>(
     [EMK, 'init', '--db', databaseUrl, '--json', '--name', 'Bench shop', '--domain', 'shop.bench.test'],
     EMK_ENV,
     ROOT,
@@ -209,6 +217,7 @@ async function bootstrap(databaseUrl: string): Promise<Workspace> {
       contacts.push({ id: (json as { id: string }).id, email });
     }
     return {
+      workspaceId: init.workspace_id,
       siteId: init.site_id,
       apiKey: init.api_key,
       integrationId: init.integration.id,
@@ -220,7 +229,12 @@ async function bootstrap(databaseUrl: string): Promise<Workspace> {
   }
 }
 
-async function runEmk(databaseLabel: string, databaseUrl: string, bare: Record<Route, number>, notes: string[]): Promise<Row[]> {
+async function runEmk(
+  databaseLabel: string,
+  databaseUrl: string,
+  bare: Record<Route, number>,
+  notes: string[],
+): Promise<{ rows: Row[]; workspace: Workspace }> {
   log(`emk on ${databaseLabel}: bootstrapping…`);
   const workspace = await bootstrap(databaseUrl);
   const targets: Array<{ route: Route; path: string; label: string; headers: Record<string, string> }> = [
@@ -248,7 +262,43 @@ async function runEmk(databaseLabel: string, databaseUrl: string, bare: Record<R
       else if (code !== 0) notes.push(`${where} exited with code ${code} after SIGTERM`);
     }
   }
-  return rows;
+  return { rows, workspace };
+}
+
+interface EventsRow {
+  database: string;
+  batchP50Ms: number;
+  batchP99Ms: number;
+  import: { seconds: number; peakRssKib: number | null; rows: number };
+  ceilingRowsPerSecond: number;
+}
+
+/**
+ * Events at volume: `POST /api/v1/events/batch` latency with 1000 events a request, then `emk events import`
+ * of the generated file against the plain multi-row insert ceiling of the same table, measured in the same run.
+ */
+async function runEventsBench(databaseLabel: string, databaseUrl: string, workspace: Workspace, file: string, emails: string[]): Promise<EventsRow> {
+  log(`events at volume on ${databaseLabel}: seeding ${EVENT_CONTACTS} contacts…`);
+  await seedContacts(databaseUrl, workspace.workspaceId, EVENT_CONTACTS);
+  const server = await startEmk(databaseUrl);
+  let latency: { p50: number; p99: number };
+  try {
+    log(`events at volume on ${databaseLabel}: ${BATCH_REQUESTS} batches of 1000…`);
+    latency = await measureBatchLatency(server.url, workspace.apiKey, emails, BATCH_REQUESTS);
+  } finally {
+    await server.stop();
+  }
+  log(`events at volume on ${databaseLabel}: emk events import of ${EVENT_ROWS} rows…`);
+  const imported = await runMeasured<{ rows: number }>(EMK, ['events', 'import', '--db', databaseUrl, '--file', file], EMK_ENV, ROOT);
+  log(`events at volume on ${databaseLabel}: plain insert ceiling…`);
+  const ceiling = await measureInsertCeiling(databaseUrl, workspace.workspaceId, CEILING_ROWS);
+  return {
+    database: databaseLabel,
+    batchP50Ms: latency.p50,
+    batchP99Ms: latency.p99,
+    import: { seconds: imported.seconds, peakRssKib: imported.peakRssKib, rows: imported.summary.rows },
+    ceilingRowsPerSecond: ceiling,
+  };
 }
 
 /** `emk sync-orders` of the generated file, twice: the second run finds every order already stored. */
@@ -269,6 +319,24 @@ interface SyncRow {
 
 // ---------------------------------------------------------------------------------------------------------
 // Output
+
+function eventsTable(rows: EventsRow[]): string {
+  const header = ['events at volume', 'database', 'batch p50 (ms)', 'batch p99 (ms)', 'import rows/s', 'insert ceiling rows/s', 'import vs ceiling', 'import peak RSS (MiB)'];
+  const lines = rows.map((row) => {
+    const rate = row.import.rows / row.import.seconds;
+    return [
+      `1000-event batches; import of ${row.import.rows} rows`,
+      row.database,
+      row.batchP50Ms.toFixed(0),
+      row.batchP99Ms.toFixed(0),
+      rate.toFixed(0),
+      row.ceilingRowsPerSecond.toFixed(0),
+      `${((100 * rate) / row.ceilingRowsPerSecond).toFixed(0)} %`,
+      row.import.peakRssKib === null ? '-' : (row.import.peakRssKib / 1024).toFixed(0),
+    ];
+  });
+  return formatTable(header, lines);
+}
 
 function syncTable(rows: SyncRow[]): string {
   const header = ['emk sync-orders', 'database', 'orders', 'first run (s)', 'orders/s', 'second run (s)', 'peak RSS (MiB)'];
@@ -339,6 +407,7 @@ async function main(): Promise<void> {
   const notes: string[] = [];
   const rows: Row[] = [];
   const syncRows: SyncRow[] = [];
+  const eventsRows: EventsRow[] = [];
   try {
     const bare: Record<Route, number> = { collect: 0, events: 0, webhook: 0 };
     for (const route of ['collect', 'events', 'webhook'] as const) {
@@ -355,9 +424,27 @@ async function main(): Promise<void> {
       await writeOrdersFile(ordersFile, SYNC_ORDERS, SYNC_CUSTOMERS);
       notes.push(`generated ${SYNC_ORDERS} orders for sync-orders in ${((performance.now() - started) / 1000).toFixed(1)} s (not counted)`);
     }
+    const eventsFile = join(dir, 'events.jsonl');
+    const eventEmails = Array.from({ length: EVENT_CONTACTS }, (_, i) => `volume-${i}@bench.test`);
+    if (EVENT_ROWS > 0) {
+      const started = performance.now();
+      await writeEventsFile(eventsFile, EVENT_ROWS, eventEmails);
+      notes.push(`generated ${EVENT_ROWS} event rows for events import in ${((performance.now() - started) / 1000).toFixed(1)} s (not counted)`);
+    }
+    const runDatabase = async (label: string, url: string) => {
+      const emk = await runEmk(label, url, bare, notes);
+      rows.push(...emk.rows);
+      if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench(label, url, ordersFile));
+      if (EVENT_ROWS > 0) {
+        try {
+          eventsRows.push(await runEventsBench(label, url, emk.workspace, eventsFile, eventEmails));
+        } catch (error) {
+          notes.push(`events at volume on ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }
+    };
     const sqliteUrl = `sqlite:${join(dir, 'bench.db')}`;
-    rows.push(...(await runEmk('sqlite', sqliteUrl, bare, notes)));
-    if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench('sqlite', sqliteUrl, ordersFile));
+    await runDatabase('sqlite', sqliteUrl);
 
     const postgresServer = process.env.EMK_BENCH_DATABASE_URL ?? DEFAULT_BENCH_POSTGRES_URL;
     const postgres = await createBenchDatabase(postgresServer);
@@ -365,8 +452,7 @@ async function main(): Promise<void> {
       notes.push(`PostgreSQL skipped: could not create a database on ${postgresServer} (${postgres.unreachable})`);
     } else {
       cleanups.push(() => postgres.drop());
-      rows.push(...(await runEmk('postgres', postgres.url, bare, notes)));
-      if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench('postgres', postgres.url, ordersFile));
+      await runDatabase('postgres', postgres.url);
     }
   } finally {
     killAll();
@@ -375,6 +461,7 @@ async function main(): Promise<void> {
 
   process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n`);
   if (syncRows.length > 0) process.stdout.write(`\n${syncTable(syncRows)}\n`);
+  if (eventsRows.length > 0) process.stdout.write(`\n${eventsTable(eventsRows)}\n`);
   for (const note of notes) process.stdout.write(`${note}\n`);
   process.stdout.write(
     '\nrequests/s: autocannon mean of per-second samples; vs bare: requests/s relative to the bare Fastify route ' +

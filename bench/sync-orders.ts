@@ -26,17 +26,19 @@ export async function writeOrdersFile(path: string, orders: number, customers: n
   await once(out, 'finish');
 }
 
-export interface SyncRun {
+export interface MeasuredRun<T> {
   seconds: number;
   peakRssKib: number | null;
-  summary: { rows: number; inserted: number; updated: number; skipped: number; errors: unknown[] };
+  summary: T;
 }
 
-/** Runs `emk sync-orders --json` as its own process, timing it and sampling its peak RSS until it exits. */
-export function runSync(emk: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<SyncRun> {
+export type SyncRun = MeasuredRun<{ rows: number; inserted: number; updated: number; skipped: number; errors: unknown[] }>;
+
+/** Runs `emk <command…> --json` as its own process, timing it and sampling its peak RSS until it exits. */
+export function runMeasured<T>(emk: string, command: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<MeasuredRun<T>> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, [emk, 'sync-orders', ...args, '--json'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [emk, ...command, '--json'], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let peak: number | null = null;
@@ -50,12 +52,15 @@ export function runSync(emk: string, args: string[], env: NodeJS.ProcessEnv, cwd
     child.once('exit', (code) => {
       clearInterval(sampler);
       const seconds = (performance.now() - started) / 1000;
-      if (code !== 0) return reject(new Error(`emk sync-orders exited ${code}: ${stderr}`));
+      if (code !== 0) return reject(new Error(`emk ${command[0]} exited ${code}: ${stderr.slice(-500)}`));
       try {
-        resolve({ seconds, peakRssKib: peak, summary: JSON.parse(stdout) });
+        resolve({ seconds, peakRssKib: peak, summary: JSON.parse(stdout) as T });
       } catch (error) {
         reject(error);
       }
     });
   });
 }
+
+export const runSync = (emk: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<SyncRun> =>
+  runMeasured(emk, ['sync-orders', ...args], env, cwd);
