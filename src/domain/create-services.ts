@@ -19,6 +19,8 @@ import { createDatabaseCounterStore, createMemoryCounterStore } from './rate-lim
 import { createRateLimiter } from './rate-limits/rate-limiter.js';
 import { createSettingsService } from './settings/settings-service.js';
 import { createSettingsStore } from './settings/settings-store.js';
+import { createShipmentService } from './shipments/shipment-service.js';
+import { createShipmentStore } from './shipments/shipment-store.js';
 import { createTriggerOutbox } from './triggers/trigger-outbox.js';
 import { createWebhookService } from './webhook/webhook-service.js';
 import { createWorkspaceService } from './workspaces/workspace-service.js';
@@ -57,6 +59,13 @@ export function createServices(db: Database) {
     settings,
   });
   const contacts = createContactService({ knex, writer, contacts: contactStore, events: eventStore });
+  const shipments = createShipmentService({
+    writer,
+    store: createShipmentStore(),
+    contacts: contactStore,
+    events: eventStore,
+    outbox,
+  });
   const events = createEventService({ knex, writer, events: eventStore, contacts: contactStore, outbox });
   const products = createProductService({
     knex,
@@ -100,6 +109,7 @@ export function createServices(db: Database) {
     attribution,
     contacts,
     events,
+    shipments,
     products,
     orders,
     carts,

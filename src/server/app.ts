@@ -12,6 +12,7 @@ import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { collectRoutes } from './routes/collect/collect-routes.js';
 import { contactRoutes } from './routes/contacts/contact-routes.js';
 import { eventRoutes } from './routes/events/event-routes.js';
+import { shipmentRoutes } from './routes/events/shipment-routes.js';
 import { orderRoutes } from './routes/orders/order-routes.js';
 import { webhookRoutes } from './routes/webhook/webhook-routes.js';
 import { integrationRoutes } from './routes/integrations/integration-routes.js';
@@ -56,6 +57,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     async (api) => {
       registerApiKeyAuth(api, services.apiKeys);
       await api.register(eventRoutes(services));
+      await api.register(shipmentRoutes(services));
       await api.register(orderRoutes(services));
       await api.register(productRoutes(services));
       await api.register(contactRoutes(services));

@@ -1,0 +1,195 @@
+import type { Knex } from 'knex';
+import { contactKey, type ContactStore } from '../contacts/contact-store.js';
+import type { WriteBatcher } from '../db/write-batcher.js';
+import type { EventStore } from '../events/event-store.js';
+import { uuidv7 } from '../shared/ids.js';
+import { parseInput } from '../shared/validate.js';
+import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
+import {
+  normaliseShippingStatus,
+  orderUpdateLabel,
+  orderUpdateSchema,
+  shipmentBodySchema,
+  shipmentSchema,
+  type OrderUpdateReply,
+  type ShipmentReply,
+} from './shipment.schema.js';
+import type { ShipmentStore } from './shipment-store.js';
+
+/** Source of contacts the shipment endpoint creates for an unseen `customer.email`. */
+const SHIPMENT_CONTACT_SOURCE = 'shipment';
+const SHIPPING_INFORMATION = 'shipping_information';
+
+/** An event as `recordEvents` stores it: what a `shipping_information` event needs to set its order's status. */
+export interface ShippingEventFact {
+  workspaceId: string;
+  eventName: string;
+  properties: Record<string, unknown>;
+}
+
+export type ApplyShippingEvents = (trx: Knex.Transaction, events: ShippingEventFact[]) => Promise<number>;
+
+/** `properties.order_number` as text (shops send numbers too); null when absent or empty. */
+function orderReference(value: unknown): string | null {
+  if (typeof value !== 'string' && !(typeof value === 'number' && Number.isFinite(value))) return null;
+  const text = String(value).trim();
+  return text.length > 0 && text.length <= 255 ? text : null;
+}
+
+export function createShipmentService(deps: {
+  writer: WriteBatcher;
+  store: ShipmentStore;
+  contacts: ContactStore;
+  events: EventStore;
+  outbox: TriggerOutbox;
+}) {
+  const { writer, store, contacts, events, outbox } = deps;
+
+  /**
+   * Set-based: `shipping_information` events carrying `properties.order_number` and a known
+   * `properties.tracking_status` set their order's Shipping Status (one lookup and one update statement per
+   * status and workspace). Events without them, or whose order is unknown, change nothing; an unknown
+   * `tracking_status` leaves the status as it was. Several events for one order: the last one wins.
+   * Returns the number of orders whose status was set.
+   */
+  const applyShippingEvents: ApplyShippingEvents = async (trx, facts) => {
+    const wanted = new Map<string, Array<{ ref: string; status: string }>>();
+    for (const fact of facts) {
+      if (fact.eventName !== SHIPPING_INFORMATION) continue;
+      const ref = orderReference(fact.properties.order_number);
+      const status = normaliseShippingStatus(fact.properties.tracking_status);
+      if (ref === null || status === null) continue;
+      const list = wanted.get(fact.workspaceId) ?? [];
+      list.push({ ref, status });
+      wanted.set(fact.workspaceId, list);
+    }
+    const statusByOrder = new Map<string, string>();
+    for (const [workspaceId, list] of wanted) {
+      const matches = await store.matchOrders(
+        trx,
+        workspaceId,
+        list.map((w) => w.ref),
+      );
+      for (const { ref, status } of list) {
+        const order = matches.get(ref);
+        if (order) statusByOrder.set(order.id, status);
+      }
+    }
+    if (statusByOrder.size > 0) await store.setShippingStatus(trx, statusByOrder, Date.now());
+    return statusByOrder.size;
+  };
+
+  return {
+    applyShippingEvents,
+
+    /**
+     * POST /api/v1/events/shipment: sets the matched order's Shipping Status, stores a `shipping_information`
+     * event (properties: the body) on the contact of `customer.email` (created if unseen) or else the order's
+     * contact, and fires the `shipping_information` trigger with the event's source. No order matched: the
+     * event is still stored and fires; nothing else changes.
+     */
+    async shipment(workspaceId: string, body: unknown): Promise<ShipmentReply> {
+      const input = parseInput(shipmentSchema, body);
+      const properties = parseInput(shipmentBodySchema, body);
+      const ref = input.order.origin_order_id;
+      const source = input.order.site?.platform?.slug ?? null;
+      const email = input.customer?.email ?? null;
+      return writer.run(async (trx) => {
+        const now = Date.now();
+        const order = (await store.matchOrders(trx, workspaceId, [ref])).get(ref) ?? null;
+        const ensured = email
+          ? await contacts.ensure(
+              trx,
+              [{ workspaceId, email, properties: {}, subscriptionStatus: 'non_subscribed', source: SHIPMENT_CONTACT_SOURCE }],
+              { lock: false },
+            )
+          : null;
+        // A contact the workspace's contact limit refuses falls back to the order's own.
+        const contactId = (email ? ensured?.get(contactKey(workspaceId, email))?.row.id : undefined) ?? order?.contact_id ?? null;
+        const eventId = uuidv7(now);
+        await Promise.all([
+          order ? store.setShippingStatus(trx, new Map([[order.id, input.shipment_status.slug]]), now) : null,
+          events.insert(trx, [
+            {
+              id: eventId,
+              workspace_id: workspaceId,
+              contact_id: contactId,
+              anonymous_id: null,
+              event_name: SHIPPING_INFORMATION,
+              properties,
+              source,
+              dedupe_key: null,
+              created_at: now,
+              received_at: now,
+            },
+          ]),
+          // Nobody to enrol without a contact: like an anonymous event, it fires nothing.
+          contactId
+            ? outbox.record(trx, [
+                {
+                  workspaceId,
+                  triggerType: SHIPPING_INFORMATION,
+                  eventName: SHIPPING_INFORMATION,
+                  contactId,
+                  subjectType: 'shipment',
+                  subjectId: eventId,
+                  source,
+                  payload: { order_id: order?.id ?? null, shipping_status: input.shipment_status.slug },
+                  at: now,
+                },
+              ])
+            : null,
+        ]);
+        return { status: 'processed', event_id: eventId, event_type: SHIPPING_INFORMATION, has_contact: contactId !== null };
+      });
+    },
+
+    /**
+     * POST /api/v1/events/order-update: `delivered`/`complete` set the matched order's Shipping Status to
+     * `Delivered`, `cancelled` to `Canceled`, any other slug leaves it. The `order_updated` trigger fires every
+     * time someone can be enrolled: the existing contact of `customer.email` (never created here), else the
+     * order's contact.
+     */
+    async orderUpdate(workspaceId: string, body: unknown): Promise<OrderUpdateReply> {
+      const input = parseInput(orderUpdateSchema, body);
+      const ref = input.origin_order_id;
+      const email = input.customer?.email ?? null;
+      const label = orderUpdateLabel(input.order_status.slug);
+      return writer.run(async (trx) => {
+        const now = Date.now();
+        const [matches, byEmail] = await Promise.all([
+          store.matchOrders(trx, workspaceId, [ref]),
+          email ? contacts.findByEmails(trx, [[workspaceId, email]]) : null,
+        ]);
+        const order = matches.get(ref) ?? null;
+        const contactId = (email ? byEmail?.get(contactKey(workspaceId, email))?.id : undefined) ?? order?.contact_id ?? null;
+        const shippingStatus = order ? (label ?? order.shipping_status) : null;
+        await Promise.all([
+          order && label && label !== order.shipping_status ? store.setShippingStatus(trx, new Map([[order.id, label]]), now) : null,
+          contactId
+            ? outbox.record(trx, [
+                {
+                  workspaceId,
+                  triggerType: 'order_updated',
+                  contactId,
+                  subjectType: 'order',
+                  // No order matched: the trigger still fires for the contact, its subject a fresh id.
+                  subjectId: order?.id ?? uuidv7(now),
+                  payload: {
+                    origin_order_id: ref,
+                    order_status: { slug: input.order_status.slug, name: input.order_status.name ?? null },
+                    order_id: order?.id ?? null,
+                    shipping_status: shippingStatus,
+                  },
+                  at: now,
+                },
+              ])
+            : null,
+        ]);
+        return { status: 'processed', order_id: order?.id ?? null, shipping_status: shippingStatus, has_contact: contactId !== null };
+      });
+    },
+  };
+}
+
+export type ShipmentService = ReturnType<typeof createShipmentService>;
