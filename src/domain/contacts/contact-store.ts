@@ -203,6 +203,16 @@ export function createContactStore(dialect: Dialect, limits: ContactLimits) {
       return found;
     },
 
+    /** Existing contacts of (workspace, email) pairs, by `contactKey`; one query per workspace. Never creates. */
+    async findByEmails(db: Db, pairs: Array<readonly [string, string]>): Promise<Map<string, ContactRow>> {
+      const keys = [...new Set(pairs.map(([workspaceId, email]) => `${workspaceId}\u0000${emailKey(email)}`))];
+      const found = new Map<string, ContactRow>();
+      for (const row of await selectByKeys(db, keys.map((key) => key.split('\u0000') as [string, string]), false)) {
+        found.set(`${row.workspace_id}\u0000${row.email_key}`, row);
+      }
+      return found;
+    },
+
     async findByIds(db: Db, workspaceId: string, ids: string[]): Promise<ContactRow[]> {
       const rows: ContactRow[] = [];
       for (const part of chunk(ids, PAIRS_PER_QUERY)) {

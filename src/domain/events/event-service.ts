@@ -14,9 +14,17 @@ import {
   type EventRecord,
 } from './event.schema.js';
 import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
+import { createEventBatches } from './event-batch.js';
 
-/** Who an event belongs to: a known contact, an email (found or created), or an anonymous visitor. */
-type EventOwner = { contactId: string } | { email: string; anonymousId?: string } | { anonymousId: string };
+/**
+ * Who an event belongs to: a known contact, an email (found or created), an email of an existing contact
+ * (never created: the batch endpoint), or an anonymous visitor.
+ */
+export type EventOwner =
+  | { contactId: string }
+  | { email: string; anonymousId?: string }
+  | { existingEmail: string }
+  | { anonymousId: string };
 
 export interface EventWrite {
   workspaceId: string;
@@ -29,6 +37,8 @@ export interface EventWrite {
   fireTrigger: boolean;
   /** `source` of a contact this event creates. */
   contactSource: string;
+  /** Sent through the public Collect API: a `shipping_information` event from there never changes an order. */
+  viaCollect?: boolean;
 }
 
 type EventWriteResult = { record: EventRecord } | { error: 'contact not found' | 'contact limit reached' };
@@ -67,6 +77,10 @@ export function createEventService(deps: {
    */
   const recordEvents: BatchHandler<EventWrite, EventWriteResult> = async (trx, writes) => {
     const knownIds = await existingContactIds(trx, writes);
+    const existingByEmail = await contacts.findByEmails(
+      trx,
+      writes.flatMap((w) => ('existingEmail' in w.owner ? [[w.workspaceId, w.owner.existingEmail] as const] : [])),
+    );
     const ensured = await contacts.ensure(
       trx,
       writes.flatMap((w) =>
@@ -108,6 +122,10 @@ export function createEventService(deps: {
         if (!owner) return { error: 'contact limit reached' };
         contactId = owner.row.id;
         anonymousId = w.owner.anonymousId ?? null;
+      } else if ('existingEmail' in w.owner) {
+        const owner = existingByEmail.get(contactKey(w.workspaceId, w.owner.existingEmail));
+        if (!owner) return { error: 'contact not found' };
+        contactId = owner.id;
       } else {
         anonymousId = w.owner.anonymousId;
         contactId = anonymousOwners.get(`${w.workspaceId}\u0000${anonymousId}`) ?? null;
@@ -155,6 +173,9 @@ export function createEventService(deps: {
 
   return {
     recordEvents,
+
+    /** POST and PUT /api/v1/events/batch, `emk events import|correct`: see event-batch.ts. */
+    ...createEventBatches({ writer, events, contacts, recordEvents }),
 
     /** POST /collect/event: attach by contact_id, else email (created if unseen), else anonymous_id. */
     async collect(workspaceId: string, body: unknown): Promise<EventRecord> {

@@ -52,6 +52,69 @@ export function createEventStore(dialect: Dialect) {
     },
 
     /**
+     * `email_key\0event_name\0dedupe_key` of the stored events among these contacts' emails and dedupe keys:
+     * one query (served by the contacts' (workspace_id, email_key) and the events' dedupe indexes).
+     */
+    async storedDedupeKeys(db: Db, workspaceId: string, emailKeys: string[], dedupeKeys: string[]): Promise<Set<string>> {
+      const found = new Set<string>();
+      if (emailKeys.length === 0 || dedupeKeys.length === 0) return found;
+      for (const emails of chunk(emailKeys, 1000)) {
+        const rows = await db('events')
+          .join('contacts', 'contacts.id', 'events.contact_id')
+          .where('contacts.workspace_id', workspaceId)
+          .whereIn('contacts.email_key', emails)
+          .whereIn('events.dedupe_key', dedupeKeys)
+          .select('contacts.email_key', 'events.event_name', 'events.dedupe_key');
+        for (const row of rows) found.add(`${row.email_key}\u0000${row.event_name}\u0000${row.dedupe_key}`);
+      }
+      return found;
+    },
+
+    /** Stored events of these contacts carrying one of these dedupe keys, as rows (one query per 1000 contacts). */
+    async findByDedupeKeys(db: Db, workspaceId: string, contactIds: string[], dedupeKeys: string[]): Promise<EventRow[]> {
+      const rows: EventRow[] = [];
+      if (contactIds.length === 0 || dedupeKeys.length === 0) return rows;
+      for (const ids of chunk(contactIds, 1000)) {
+        const found = await db('events')
+          .where({ workspace_id: workspaceId })
+          .whereIn('contact_id', ids)
+          .whereIn('dedupe_key', dedupeKeys)
+          .orderBy('id');
+        for (const raw of found) {
+          rows.push({
+            ...(raw as EventRow),
+            properties: dialect.readJson<Record<string, unknown>>(raw.properties) ?? {},
+            created_at: dialect.readNumber(raw.created_at),
+            received_at: dialect.readNumber(raw.received_at),
+          });
+        }
+      }
+      return rows;
+    },
+
+    /**
+     * Writes changed columns of stored events: events with an identical patch share one UPDATE (a correction
+     * that sets one source on many events is one statement).
+     */
+    async applyPatches(db: Db, patches: Array<{ id: string; patch: Partial<Pick<EventRow, 'properties' | 'source' | 'created_at'>> }>) {
+      const groups = new Map<string, { columns: Record<string, unknown>; ids: string[] }>();
+      for (const { id, patch } of patches) {
+        const columns: Record<string, unknown> = {};
+        if (patch.properties !== undefined) columns.properties = dialect.writeJson(patch.properties);
+        if (patch.source !== undefined) columns.source = patch.source;
+        if (patch.created_at !== undefined) columns.created_at = patch.created_at;
+        if (Object.keys(columns).length === 0) continue;
+        const key = JSON.stringify(Object.entries(columns));
+        const group = groups.get(key) ?? { columns, ids: [] };
+        group.ids.push(id);
+        groups.set(key, group);
+      }
+      for (const { columns, ids } of groups.values()) {
+        for (const part of chunk(ids, 1000)) await db('events').whereIn('id', part).update(columns);
+      }
+    },
+
+    /**
      * Gives an identified visitor their anonymous history: events recorded under these anonymous ids and not
      * yet owned by anyone now belong to the contact.
      */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { anonymousIdSchema } from '../contacts/contact.schema.js';
 import { emailSchema, jsonObject, text } from '../shared/validate.js';
+import { timestampSchema } from '../orders/order.schema.js';
 import { canonicalEventName } from './event-names.js';
 
 export const eventNameSchema = text(255).transform(canonicalEventName);
@@ -41,3 +42,30 @@ export interface EventRecord {
   source: string | null;
   created_at: string;
 }
+
+/** Most events one batch call (POST or PUT /api/v1/events/batch) may carry: the spec's Limits. */
+export const MAX_BATCH_EVENTS = 1000;
+
+/** One row of POST /api/v1/events/batch (the spec's table). */
+export const batchEventSchema = z.object({
+  email: emailSchema,
+  event_name: eventNameSchema,
+  properties: jsonObject.optional(),
+  source: sourceSchema.optional(),
+  timestamp: timestampSchema.optional(),
+});
+export type BatchEventInput = z.infer<typeof batchEventSchema>;
+
+/** `dedupe_key` as sent: text, or a number (CSV and JSON senders differ), at most 255 characters. */
+const dedupeKeySchema = z.preprocess((v) => (typeof v === 'number' && Number.isFinite(v) ? String(v) : v), text(255));
+
+/** One row of PUT /api/v1/events/batch (the spec's table). */
+export const correctEventSchema = z.object({
+  email: emailSchema,
+  event_name: eventNameSchema,
+  dedupe_key: dedupeKeySchema,
+  timestamp: timestampSchema.optional(),
+  source: sourceSchema.optional(),
+  properties: jsonObject.optional(),
+});
+export type CorrectEventInput = z.infer<typeof correctEventSchema>;

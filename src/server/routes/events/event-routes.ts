@@ -11,6 +11,11 @@ export function eventRoutes(services: Services) {
       return reply.code(201).send(event);
     });
 
+    // Partial success: bad rows are reported per row in `errors`, with 200.
+    app.post('/events/batch', async (request) => services.events.recordBatch(request.workspaceId, request.body));
+
+    app.put('/events/batch', async (request) => services.events.correctBatch(request.workspaceId, request.body));
+
     app.get('/events', async (request) =>
       services.events.list(request.workspaceId, request.query, parseInput(pagingSchema, request.query)),
     );
