@@ -199,6 +199,142 @@ describeEachDatabase('shipments and order updates', (h) => {
     expect(res.statusCode).toBe(401);
   });
 
+  // ------------------------------------------------------------------ shipping_information through POST /api/v1/events
+
+  const track = (ws: TestWorkspace, contactId: string, properties: Record<string, unknown>, source?: string) =>
+    h().request({
+      method: 'POST',
+      url: '/api/v1/events',
+      key: ws.apiKey,
+      json: { contact_id: contactId, event_name: 'shipping_information', properties, ...(source ? { source } : {}) },
+    });
+
+  it('POST /events shipping_information: order_number 6775 matches 000006775 and tracking_status sets the status', async () => {
+    const { ws, contactId, orderId } = await setUp();
+    const res = await track(ws, contactId, { order_number: '6775', tracking_status: 'In Transit' }, 'shopify');
+    expect(res.statusCode).toBe(201);
+    expect((await order(ws, orderId)).shipping_status).toBe('in_transit');
+    // Fires the shipping_information trigger (with the event's source), not the custom-event one.
+    const triggers = await outbox(ws, 'shipping_information');
+    expect(triggers).toHaveLength(1);
+    expect(triggers[0]).toMatchObject({ contact_id: contactId, source: 'shopify', subject_id: res.json().id });
+    expect(await outbox(ws, 'event')).toHaveLength(0);
+    expect((await timeline(ws, contactId)).map((e: { id: string }) => e.id)).toEqual([res.json().id]);
+  });
+
+  it('POST /events shipping_information: zero padding the other way, a numeric order_number, and external_id', async () => {
+    const ws = await h().workspace();
+    const contactId = await newContact(ws, 'pad2@example.com');
+    const plain = await newOrder(ws, contactId, '6775', 'ext-x');
+    const other = await newOrder(ws, contactId, '81', '0000512');
+    await track(ws, contactId, { order_number: '000006775', tracking_status: 'delivered' });
+    expect((await order(ws, plain)).shipping_status).toBe('delivered');
+    await track(ws, contactId, { order_number: 6775, tracking_status: 'Exception' });
+    expect((await order(ws, plain)).shipping_status).toBe('exception');
+    await track(ws, contactId, { order_number: '0000512', tracking_status: 'expired' });
+    expect((await order(ws, other)).shipping_status).toBe('expired');
+    expect((await order(ws, plain)).shipping_status).toBe('exception');
+  });
+
+  for (const [sent, canonical] of [
+    ['Info Received', 'info_received'],
+    ['InfoReceived', 'info_received'],
+    ['info_received', 'info_received'],
+    ['INFO-RECEIVED', 'info_received'],
+    ['Out For Delivery', 'out_for_delivery'],
+    ['AttemptFail', 'failed_attempt'],
+    ['failed attempt', 'failed_attempt'],
+    ['PENDING', 'pending'],
+  ] as const) {
+    it(`POST /events shipping_information: tracking_status "${sent}" → ${canonical}`, async () => {
+      const { ws, contactId, orderId } = await setUp();
+      await track(ws, contactId, { order_number: '000006775', tracking_status: sent });
+      expect((await order(ws, orderId)).shipping_status).toBe(canonical);
+    });
+  }
+
+  it('POST /events shipping_information: an unknown tracking_status or a missing property leaves the status; the event is still stored and fires', async () => {
+    const { ws, contactId, orderId } = await setUp();
+    await track(ws, contactId, { order_number: '6775', tracking_status: 'Delivered' });
+    for (const properties of [
+      { order_number: '6775', tracking_status: 'Lost at sea' },
+      { order_number: '6775' },
+      { tracking_status: 'Pending' },
+      { order_number: '9999', tracking_status: 'Pending' },
+      { order_number: { n: 1 }, tracking_status: 'Pending' },
+    ]) {
+      expect((await track(ws, contactId, properties)).statusCode).toBe(201);
+    }
+    expect((await order(ws, orderId)).shipping_status).toBe('delivered');
+    expect(await outbox(ws, 'shipping_information')).toHaveLength(6);
+  });
+
+  it('other event names with the same properties change no order', async () => {
+    const { ws, contactId, orderId } = await setUp();
+    await h().request({
+      method: 'POST',
+      url: '/api/v1/events',
+      key: ws.apiKey,
+      json: { contact_id: contactId, event_name: 'Shipping Information', properties: { order_number: '6775', tracking_status: 'Delivered' } },
+    });
+    expect((await order(ws, orderId)).shipping_status).toBeNull();
+  });
+
+  it('the public Collect API cannot change an order: a collected shipping_information event is stored but sets nothing', async () => {
+    const { ws, contactId, orderId } = await setUp();
+    const res = await h().request({
+      method: 'POST',
+      url: '/collect/event',
+      json: { site_id: ws.siteId, contact_id: contactId, event_name: 'shipping_information', properties: { order_number: '6775', tracking_status: 'Delivered' } },
+    });
+    expect(res.statusCode).toBe(200);
+    expect((await order(ws, orderId)).shipping_status).toBeNull();
+  });
+
+  it('POST /events shipping_information for an unknown contact is 404 and changes no order', async () => {
+    const { ws, orderId } = await setUp();
+    expect((await track(ws, 'missing', { order_number: '6775', tracking_status: 'Delivered' })).statusCode).toBe(404);
+    expect((await order(ws, orderId)).shipping_status).toBeNull();
+  });
+
+  it("POST /events shipping_information never reaches another workspace's order", async () => {
+    const a = await setUp();
+    const b = await setUp();
+    await track(a.ws, a.contactId, { order_number: '6775', tracking_status: 'Delivered' });
+    expect((await order(a.ws, a.orderId)).shipping_status).toBe('delivered');
+    expect((await order(b.ws, b.orderId)).shipping_status).toBeNull();
+  });
+
+  it('a group of events (as the batch endpoint writes them) is applied set-based; the last event for an order wins', async () => {
+    const a = await setUp();
+    const b = await setUp();
+    const second = await newOrder(a.ws, a.contactId, '12', 'ext-12');
+    const write = (workspaceId: string, contactId: string, properties: Record<string, unknown>, eventName = 'shipping_information') => ({
+      workspaceId,
+      owner: { contactId },
+      eventName,
+      properties,
+      source: null,
+      occurredAt: Date.now(),
+      fireTrigger: true,
+      contactSource: 'test',
+    });
+    const results = await h().services.writer.run((trx) =>
+      h().services.events.recordEvents(trx, [
+        write(a.ws.id, a.contactId, { order_number: '6775', tracking_status: 'InTransit' }),
+        write(a.ws.id, a.contactId, { order_number: '012', tracking_status: 'pending' }),
+        write(b.ws.id, b.contactId, { order_number: 'ext-6775', tracking_status: 'exception' }),
+        write(a.ws.id, a.contactId, { order_number: '0006775', tracking_status: 'out_for_delivery' }),
+        write(a.ws.id, 'missing', { order_number: 'ext-12', tracking_status: 'expired' }),
+        write(a.ws.id, a.contactId, { order_number: '12', tracking_status: 'delivered' }, 'custom'),
+      ]),
+    );
+    expect(results.map((r) => 'record' in r)).toEqual([true, true, true, true, false, true]);
+    expect((await order(a.ws, a.orderId)).shipping_status).toBe('out_for_delivery');
+    expect((await order(a.ws, second)).shipping_status).toBe('pending');
+    expect((await order(b.ws, b.orderId)).shipping_status).toBe('exception');
+  });
+
   // ------------------------------------------------------------------ POST /api/v1/events/order-update
 
   const ORDER_UPDATES: Array<[string, string | null]> = [

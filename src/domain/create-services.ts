@@ -66,7 +66,14 @@ export function createServices(db: Database) {
     events: eventStore,
     outbox,
   });
-  const events = createEventService({ knex, writer, events: eventStore, contacts: contactStore, outbox });
+  const events = createEventService({
+    knex,
+    writer,
+    events: eventStore,
+    contacts: contactStore,
+    outbox,
+    applyShippingEvents: shipments.applyShippingEvents,
+  });
   const products = createProductService({
     knex,
     writeTransaction: db.writeTransaction,

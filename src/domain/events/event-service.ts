@@ -6,6 +6,7 @@ import { LimitReachedError, NotFoundError, ValidationError } from '../errors.js'
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
+import type { ApplyShippingEvents } from '../shipments/shipment-service.js';
 import { triggerTypeForEvent, type TriggerFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
   collectEventSchema,
@@ -52,8 +53,10 @@ export function createEventService(deps: {
   events: EventStore;
   contacts: ContactStore;
   outbox: TriggerOutbox;
+  /** Sets the Shipping Status of orders named by stored `shipping_information` events (shipments noun). */
+  applyShippingEvents: ApplyShippingEvents;
 }) {
-  const { knex, writer, events, contacts, outbox } = deps;
+  const { knex, writer, events, contacts, outbox, applyShippingEvents } = deps;
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace. */
   async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[]) {
@@ -160,6 +163,7 @@ export function createEventService(deps: {
     });
     // Independent statements: queued on the connection together, without a round through the event loop between.
     await Promise.all([events.insert(trx, rows), outbox.record(trx, facts)]);
+    await applyShippingEvents(trx, writes.filter((w, i) => !w.viaCollect && 'record' in results[i]!));
     return results;
   };
 
@@ -194,6 +198,7 @@ export function createEventService(deps: {
         occurredAt: Date.now(),
         fireTrigger: true,
         contactSource: COLLECT_SOURCE,
+        viaCollect: true,
       });
     },
 
