@@ -335,6 +335,29 @@ describeEachDatabase('shipments and order updates', (h) => {
     expect((await order(b.ws, b.orderId)).shipping_status).toBe('exception');
   });
 
+  it('POST /events/batch shipping_information sets the Shipping Status; an unknown email changes nothing', async () => {
+    const { ws, orderId, contactId } = await setUp('batch@example.com');
+    const second = await newOrder(ws, contactId, '00042', 'ext-42');
+    const res = await h().request({
+      method: 'POST',
+      url: '/api/v1/events/batch',
+      key: ws.apiKey,
+      json: {
+        events: [
+          { email: 'BATCH@example.com', event_name: 'shipping_information', properties: { order_number: '6775', tracking_status: 'Info Received' }, source: 'shopify' },
+          { email: 'nobody@example.com', event_name: 'shipping_information', properties: { order_number: '42', tracking_status: 'Delivered' } },
+        ],
+      },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ processed: 1, errors: [{ index: 1 }] });
+    expect((await order(ws, orderId)).shipping_status).toBe('info_received');
+    expect((await order(ws, second)).shipping_status).toBeNull();
+    const triggers = await outbox(ws, 'shipping_information');
+    expect(triggers).toHaveLength(1);
+    expect(triggers[0]).toMatchObject({ contact_id: contactId, source: 'shopify' });
+  });
+
   // ------------------------------------------------------------------ POST /api/v1/events/order-update
 
   const ORDER_UPDATES: Array<[string, string | null]> = [
