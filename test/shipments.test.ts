@@ -144,6 +144,16 @@ describeEachDatabase('shipments and order updates', (h) => {
     expect((await outbox(ws, 'shipping_information'))[0].contact_id).toBe(contactId);
   });
 
+  it("shipment: an email the workspace's contact limit refuses falls back to the order's contact", async () => {
+    const { ws, contactId } = await setUp();
+    await h().request({ method: 'PATCH', url: '/api/v1/settings', key: ws.apiKey, json: { contact_limit: 1 } });
+    const res = await post(ws, 'shipment', shipment('ext-6775', 'Delivered', { customer: { email: 'over@example.com' } }));
+    expect(res.json().has_contact).toBe(true);
+    expect((await timeline(ws, contactId)).map((e: { id: string }) => e.id)).toEqual([res.json().event_id]);
+    const over = (await h().request({ method: 'GET', url: '/api/v1/contacts?email=over@example.com', key: ws.apiKey })).json();
+    expect(over.meta.total).toBe(0);
+  });
+
   it('shipment: no order matched and no email is still processed: the event is stored without a contact, nothing else changes', async () => {
     const { ws, orderId } = await setUp();
     const res = await post(ws, 'shipment', shipment('nope-1', 'Delivered'));
