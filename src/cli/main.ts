@@ -5,6 +5,7 @@ import { migrateCommand } from './commands/migrate.js';
 import { productsCommand } from './commands/products/index.js';
 import { serveCommand } from './commands/serve.js';
 import { syncOrdersCommand } from './commands/orders/sync-orders.js';
+import { eventsCommand } from './commands/events/index.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
@@ -18,6 +19,7 @@ export function buildProgram(): Command {
     syncOrdersCommand(),
     productsCommand(),
     attributionCommand(),
+    eventsCommand(),
   ]) {
     program.addCommand(command);
   }

@@ -30,16 +30,18 @@ export async function runChunked(
     concurrency?: number;
     handle: (rows: InputRow[]) => Promise<ChunkOutcome>;
     onProgress?: (summary: ChunkedSummary) => void;
+    /** Stops reading when aborted (Ctrl-C): chunks in flight still commit, the summary says how far it got. */
+    signal?: AbortSignal;
   },
 ): Promise<ChunkedSummary> {
-  const { chunkSize = 1000, concurrency = 4, handle, onProgress } = options;
+  const { chunkSize = 1000, concurrency = 4, handle, onProgress, signal } = options;
   const limit = pLimit(concurrency);
   const summary: ChunkedSummary = { rows: 0, counts: {}, errors: [] };
   const inFlight = new Set<Promise<void>>();
   let failure: unknown = null;
 
   for await (const rows of chunksOf(readRecords(path), chunkSize)) {
-    if (failure) break;
+    if (failure || signal?.aborted) break;
     const task = limit(async () => {
       const outcome = await handle(rows);
       summary.rows += rows.length;

@@ -1,0 +1,75 @@
+import { existsSync, writeFileSync } from 'node:fs';
+import { UsageError } from '../../../domain/errors.js';
+import type { BatchRowError } from '../../../domain/events/event-batch.js';
+import { formatOf } from '../../input/record-reader.js';
+import { runChunked, type ChunkedSummary, type ChunkOutcome, type RowError } from '../../input/run-chunked.js';
+import { startProgress } from '../../progress.js';
+import type { CommandContext } from '../../run-command.js';
+
+/**
+ * What `emk events import|correct` share: a file streamed in chunks of 1000 rows through one batch domain
+ * function (the endpoint's), rejected rows with their line, an `--errors` CSV, and Ctrl-C that stops reading
+ * while the chunks in flight commit.
+ */
+export async function runEventFile(
+  context: CommandContext,
+  options: { file: string; concurrency?: string; errors?: string; label: string },
+  handleBatch: (records: Record<string, unknown>[]) => Promise<{ counts: Record<string, number>; errors: BatchRowError[] }>,
+): Promise<{ summary: ChunkedSummary; interrupted: boolean }> {
+  formatOf(options.file);
+  if (!existsSync(options.file)) throw new UsageError(`no such file: ${options.file}`);
+  const progress = startProgress(context.interactive, `${options.label} ${options.file}`);
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.once('SIGINT', onSignal);
+  let committed: ChunkedSummary = { rows: 0, counts: {}, errors: [] };
+  try {
+    const summary = await runChunked(options.file, {
+      chunkSize: 1000,
+      concurrency: Math.max(1, Number(options.concurrency) || 4),
+      signal: stop.signal,
+      handle: async (rows): Promise<ChunkOutcome> => {
+        const errors: RowError[] = [];
+        const readable = rows.flatMap((row) => ('error' in row ? (errors.push(row), []) : [row]));
+        const result = await handleBatch(readable.map((r) => r.record));
+        for (const e of result.errors) {
+          const { line, record } = readable[e.index]!;
+          errors.push({ line, error: e.error, record });
+        }
+        return { counts: result.counts, errors };
+      },
+      onProgress: (s) => {
+        committed = s;
+        progress.update(`${s.rows} rows committed, ${s.errors.length} rejected`);
+      },
+    });
+    progress.done(`${summary.rows} rows read`);
+    if (options.errors) writeErrorsCsv(options.errors, summary.errors);
+    if (stop.signal.aborted) process.exitCode = 130;
+    return { summary, interrupted: stop.signal.aborted };
+  } catch (error) {
+    progress.done('stopped');
+    if (options.errors) writeErrorsCsv(options.errors, committed.errors);
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`stopped after ${committed.rows} rows in committed chunks (re-running is safe): ${reason}`);
+  } finally {
+    process.off('SIGINT', onSignal);
+  }
+}
+
+const csvCell = (value: unknown): string => {
+  const text = value === undefined || value === null ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+};
+
+/** Rejected rows: `line,email,event_name,error`, in line order. */
+export function writeErrorsCsv(path: string, errors: RowError[]): void {
+  const lines = ['line,email,event_name,error'];
+  for (const e of [...errors].sort((a, b) => a.line - b.line)) {
+    lines.push([e.line, e.record?.email, e.record?.event_name, e.error].map(csvCell).join(','));
+  }
+  writeFileSync(path, `${lines.join('\n')}\n`);
+}
+
+/** `--json` errors: line and reason only. */
+export const lineErrors = (errors: RowError[]) => errors.map(({ line, error }) => ({ line, error }));
