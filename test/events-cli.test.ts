@@ -1,8 +1,9 @@
+import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openDatabase } from '../src/domain/db/database.js';
-import { runEmk } from './helpers/cli.js';
+import { EMK_BIN, runEmk } from './helpers/cli.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
 const FIXTURES = join(import.meta.dirname, '../fixtures');
@@ -149,6 +150,28 @@ for (const dialect of DIALECTS) {
       expect(await outboxCount()).toBe(outbox);
       expect(await emk(['events', 'correct', '--file', file, '--upsert'])).toMatchObject({ inserted: 0, skipped: 1 });
     });
+
+    it('Ctrl-C stops reading: chunks in flight commit, the summary says how far it got (exit 130)', async () => {
+      const file = join(inject('tmpDir'), `interrupt-${dialect}.csv`);
+      const lines = ['email,event_name,dedupe_key'];
+      for (let i = 0; i < 300_000; i++) lines.push(`ann@example.com,interrupted,i${i}`);
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      const child = spawn(process.execPath, [EMK_BIN, 'events', 'import', '--file', file, '--backfill', '--db', database.url, '--json']);
+      let stdout = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      const exited = new Promise<number | null>((done) => child.on('close', done));
+      await new Promise((r) => setTimeout(r, 2500));
+      child.kill('SIGINT');
+      expect(await exited).toBe(130);
+      const summary = JSON.parse(stdout);
+      expect(summary.interrupted).toBe(true);
+      expect(summary.rows).toBeGreaterThan(0);
+      expect(summary.rows).toBeLessThan(300_000);
+      expect(summary.rows % 1000).toBe(0);
+      // Exactly the committed chunks are stored.
+      expect((await events()).filter((e) => e.event_name === 'interrupted')).toHaveLength(summary.processed);
+      expect(summary.processed).toBe(summary.rows);
+    }, 60_000);
 
     it('a missing --file is a usage error; an unknown file or format fails without output', async () => {
       expect((await runEmk(['events', 'import', '--db', database.url])).code).toBe(2);
