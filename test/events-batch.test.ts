@@ -13,6 +13,18 @@ describeEachDatabase('events batch', (h) => {
   const outboxOf = (ws: TestWorkspace) => knex()('trigger_outbox').where({ workspace_id: ws.id }).orderBy('id');
   const contactsOf = async (ws: TestWorkspace) => (await knex()('contacts').where({ workspace_id: ws.id })).length;
   const propsOf = (raw: unknown) => (typeof raw === 'string' ? JSON.parse(raw) : raw) as Record<string, unknown>;
+  /** Runs `fn`, counting the SQL statements sent meanwhile (knex `query` events). */
+  const countStatements = async (fn: () => Promise<void>) => {
+    let statements = 0;
+    const count = () => statements++;
+    knex().on('query', count);
+    try {
+      await fn();
+    } finally {
+      knex().removeListener('query', count);
+    }
+    return statements;
+  };
   const manyContacts = async (ws: TestWorkspace, n: number, prefix: string) => {
     for (let i = 0; i < n; i += 200) {
       await Promise.all(
@@ -136,15 +148,9 @@ describeEachDatabase('events batch', (h) => {
       event_name: `bulk_${i % 3}`,
       properties: { i, ...(i % 2 ? { dedupe_key: `d${i}` } : {}) },
     }));
-    let statements = 0;
-    const count = () => statements++;
-    knex().on('query', count);
-    try {
-      const res = await postBatch(ws, { events });
-      expect(res.json()).toEqual({ processed: 1000, skipped: 0, errors: [] });
-    } finally {
-      knex().removeListener('query', count);
-    }
+    const statements = await countStatements(async () => {
+      expect((await postBatch(ws, { events })).json()).toEqual({ processed: 1000, skipped: 0, errors: [] });
+    });
     // BEGIN, savepoint, contacts lookup, dedupe lookup, 1-2 event inserts, 1-3 outbox inserts, release, COMMIT.
     expect(statements).toBeLessThanOrEqual(12);
     expect(await eventsOf(ws)).toHaveLength(1000);
@@ -257,16 +263,11 @@ describeEachDatabase('events batch', (h) => {
     await manyContacts(ws, 50, 'corr');
     const rows = Array.from({ length: 1000 }, (_, i) => ({ email: `corr-${i % 50}@example.com`, event_name: 'paid', dedupe_key: `k${i}` }));
     expect((await putBatch(ws, { upsert: true, events: rows })).json()).toEqual({ updated: 0, inserted: 1000, skipped: 0, errors: [] });
-    let statements = 0;
-    const count = () => statements++;
-    knex().on('query', count);
-    try {
-      // One source for all: identical patches share one UPDATE.
+    // One source for all: identical patches share one UPDATE.
+    const statements = await countStatements(async () => {
       const res = (await putBatch(ws, { events: rows.map((r) => ({ ...r, source: 'fixed' })) })).json();
       expect(res).toEqual({ updated: 1000, inserted: 0, skipped: 0, errors: [] });
-    } finally {
-      knex().removeListener('query', count);
-    }
+    });
     expect(statements).toBeLessThanOrEqual(12);
     expect(await knex()('events').where({ workspace_id: ws.id, source: 'fixed' })).toHaveLength(1000);
   });
