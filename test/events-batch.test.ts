@@ -252,7 +252,7 @@ describeEachDatabase('events batch', (h) => {
     ]);
   });
 
-  it('PUT refuses a bad body and more than 1000 events; a 1000-row correction stays bounded', async () => {
+  it('PUT refuses a bad body and more than 1000 events; a 1000-row correction is a bounded number of statements', async () => {
     const ws = await h().workspace();
     expect((await putBatch(ws, { events: null })).statusCode).toBe(400);
     expect((await putBatch(ws, { events: [], upsert: 'yes' })).json().error).toBe('invalid request: upsert must be a boolean');
@@ -270,5 +270,16 @@ describeEachDatabase('events batch', (h) => {
     });
     expect(statements).toBeLessThanOrEqual(12);
     expect(await knex()('events').where({ workspace_id: ws.id, source: 'fixed' })).toHaveLength(1000);
+    // Distinct values: each event gets its own, still in one UPDATE.
+    const t0 = Date.parse('2026-05-01T00:00:00Z');
+    const distinctStatements = await countStatements(async () => {
+      const distinct = (
+        await putBatch(ws, { events: rows.map((r, i) => ({ ...r, timestamp: new Date(t0 + i * 1000).toISOString(), properties: { i } })) })
+      ).json();
+      expect(distinct).toEqual({ updated: 1000, inserted: 0, skipped: 0, errors: [] });
+    });
+    expect(distinctStatements).toBeLessThanOrEqual(12);
+    const k7 = await knex()('events').where({ workspace_id: ws.id, dedupe_key: 'k7' }).first();
+    expect([Number(k7.created_at), propsOf(k7.properties)]).toEqual([t0 + 7000, { i: 7, dedupe_key: 'k7' }]);
   });
 });

@@ -93,24 +93,42 @@ export function createEventStore(dialect: Dialect) {
     },
 
     /**
-     * Writes changed columns of stored events: events with an identical patch share one UPDATE (a correction
-     * that sets one source on many events is one statement).
+     * Writes changed columns of stored events: one UPDATE per set of changed columns (a few at most, whatever
+     * the count). A column with one value for all is set plainly; differing values go through
+     * `CASE id WHEN … THEN … ELSE column END`, which both databases run and PostgreSQL types from the column.
      */
     async applyPatches(db: Db, patches: Array<{ id: string; patch: Partial<Pick<EventRow, 'properties' | 'source' | 'created_at'>> }>) {
-      const groups = new Map<string, { columns: Record<string, unknown>; ids: string[] }>();
+      const groups = new Map<string, Array<{ id: string; columns: Record<string, unknown> }>>();
       for (const { id, patch } of patches) {
         const columns: Record<string, unknown> = {};
         if (patch.properties !== undefined) columns.properties = dialect.writeJson(patch.properties);
         if (patch.source !== undefined) columns.source = patch.source;
         if (patch.created_at !== undefined) columns.created_at = patch.created_at;
-        if (Object.keys(columns).length === 0) continue;
-        const key = JSON.stringify(Object.entries(columns));
-        const group = groups.get(key) ?? { columns, ids: [] };
-        group.ids.push(id);
-        groups.set(key, group);
+        const names = Object.keys(columns).join(',');
+        if (names === '') continue;
+        groups.set(names, [...(groups.get(names) ?? []), { id, columns }]);
       }
-      for (const { columns, ids } of groups.values()) {
-        for (const part of chunk(ids, 1000)) await db('events').whereIn('id', part).update(columns);
+      for (const [names, group] of groups) {
+        for (const part of chunk(group, 1000)) {
+          const update: Record<string, unknown> = {};
+          for (const column of names.split(',')) {
+            const values = part.map((p) => p.columns[column]);
+            if (values.every((v) => v === values[0])) update[column] = values[0];
+            else {
+              update[column] = db.raw(`CASE ?? ${part.map(() => 'WHEN ? THEN ?').join(' ')} ELSE ?? END`, [
+                'id',
+                ...part.flatMap((p) => [p.id, p.columns[column] as Knex.Value]),
+                column,
+              ]);
+            }
+          }
+          await db('events')
+            .whereIn(
+              'id',
+              part.map((p) => p.id),
+            )
+            .update(update);
+        }
       }
     },
 
