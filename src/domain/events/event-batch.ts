@@ -107,12 +107,11 @@ export function createEventBatches(deps: {
       return dedupe === undefined || dedupe === null ? null : `${emailKey(input.email)}\u0000${input.event_name}\u0000${String(dedupe)}`;
     };
     const withKey = rows.filter((r) => keyOf(r.input) !== null);
-    const seen = await events.storedDedupeKeys(
-      trx,
-      workspaceId,
-      [...new Set(withKey.map((r) => emailKey(r.input.email)))],
-      [...new Set(withKey.map((r) => String(r.input.properties!.dedupe_key)))],
-    );
+    const seen = await events.storedDedupeKeys(trx, workspaceId, {
+      emailKeys: [...new Set(withKey.map((r) => emailKey(r.input.email)))],
+      eventNames: [...new Set(withKey.map((r) => r.input.event_name))],
+      dedupeKeys: [...new Set(withKey.map((r) => String(r.input.properties!.dedupe_key)))],
+    });
     const now = Date.now();
     const toWrite: Array<{ index: number; email: string; write: EventWrite }> = [];
     for (const { index, input } of rows) {
@@ -160,7 +159,11 @@ export function createEventBatches(deps: {
       rows.map((r) => [workspaceId, r.input.email] as const),
     );
     const contactIds = [...new Set([...owners.values()].map((c) => c.id))];
-    const stored = await events.findByDedupeKeys(trx, workspaceId, contactIds, [...new Set(rows.map((r) => r.input.dedupe_key))]);
+    const stored = await events.findByDedupeKeys(trx, workspaceId, {
+      contactIds,
+      eventNames: [...new Set(rows.map((r) => r.input.event_name))],
+      dedupeKeys: [...new Set(rows.map((r) => r.input.dedupe_key))],
+    });
     const matchKey = (contactId: string, eventName: string, dedupeKey: string) => `${contactId}\u0000${eventName}\u0000${dedupeKey}`;
     const byKey = new Map<string, EventRow[]>();
     for (const row of stored) {

@@ -55,7 +55,12 @@ export function createEventStore(dialect: Dialect) {
      * `email_key\0event_name\0dedupe_key` of the stored events among these contacts' emails and dedupe keys:
      * one query (served by the contacts' (workspace_id, email_key) and the events' dedupe indexes).
      */
-    async storedDedupeKeys(db: Db, workspaceId: string, emailKeys: string[], dedupeKeys: string[]): Promise<Set<string>> {
+    async storedDedupeKeys(
+      db: Db,
+      workspaceId: string,
+      keys: { emailKeys: string[]; eventNames: string[]; dedupeKeys: string[] },
+    ): Promise<Set<string>> {
+      const { emailKeys, eventNames, dedupeKeys } = keys;
       const found = new Set<string>();
       if (emailKeys.length === 0 || dedupeKeys.length === 0) return found;
       for (const emails of chunk(emailKeys, 1000)) {
@@ -63,6 +68,8 @@ export function createEventStore(dialect: Dialect) {
           .join('contacts', 'contacts.id', 'events.contact_id')
           .where('contacts.workspace_id', workspaceId)
           .whereIn('contacts.email_key', emails)
+          // Every column of the (contact_id, event_name, dedupe_key) index: seeks, not a scan of each contact's events.
+          .whereIn('events.event_name', eventNames)
           .whereIn('events.dedupe_key', dedupeKeys)
           .select('contacts.email_key', 'events.event_name', 'events.dedupe_key');
         for (const row of rows) found.add(`${row.email_key}\u0000${row.event_name}\u0000${row.dedupe_key}`);
@@ -71,13 +78,19 @@ export function createEventStore(dialect: Dialect) {
     },
 
     /** Stored events of these contacts carrying one of these dedupe keys, as rows (one query per 1000 contacts). */
-    async findByDedupeKeys(db: Db, workspaceId: string, contactIds: string[], dedupeKeys: string[]): Promise<EventRow[]> {
+    async findByDedupeKeys(
+      db: Db,
+      workspaceId: string,
+      keys: { contactIds: string[]; eventNames: string[]; dedupeKeys: string[] },
+    ): Promise<EventRow[]> {
+      const { contactIds, eventNames, dedupeKeys } = keys;
       const rows: EventRow[] = [];
       if (contactIds.length === 0 || dedupeKeys.length === 0) return rows;
       for (const ids of chunk(contactIds, 1000)) {
         const found = await db('events')
           .where({ workspace_id: workspaceId })
           .whereIn('contact_id', ids)
+          .whereIn('event_name', eventNames)
           .whereIn('dedupe_key', dedupeKeys)
           .orderBy('id');
         for (const raw of found) {
