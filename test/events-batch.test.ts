@@ -136,8 +136,11 @@ describeEachDatabase('events batch', (h) => {
     expect(first).toEqual({ processed: 2, skipped: 1, errors: [] });
     const again = (await postBatch(ws, { events: [{ ...row, email: 'DUP@example.com' }, { ...row, properties: { dedupe_key: 'k2' } }] })).json();
     expect(again).toEqual({ processed: 1, skipped: 1, errors: [] });
-    expect(await eventsOf(ws)).toHaveLength(3);
-    expect(await outboxOf(ws)).toHaveLength(3);
+    // A value that is no dedupe key (an object, empty text) never skips.
+    const odd = [{ ...row, properties: { dedupe_key: { a: 1 } } }, { ...row, properties: { dedupe_key: '' } }];
+    expect((await postBatch(ws, { events: [...odd, ...odd] })).json()).toEqual({ processed: 4, skipped: 0, errors: [] });
+    expect(await eventsOf(ws)).toHaveLength(7);
+    expect(await outboxOf(ws)).toHaveLength(7);
   });
 
   it('a 1000-event POST is set-based: one transaction, a bounded number of statements', async () => {

@@ -16,7 +16,7 @@ import {
   type CorrectEventInput,
   type EventRecord,
 } from './event.schema.js';
-import type { EventRow, EventStore } from './event-store.js';
+import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
 import type { EventWrite } from './event-service.js';
 
 export interface BatchRowError {
@@ -102,15 +102,17 @@ export function createEventBatches(deps: {
     fireTriggers: boolean,
     result: BatchResult,
   ) {
+    // The stored column's notion of a dedupe key (text or number, 1-255 characters); other values never skip.
+    const dedupeOf = (input: BatchEventInput) => dedupeKeyOf(input.properties ?? {});
     const keyOf = (input: BatchEventInput) => {
-      const dedupe = input.properties?.dedupe_key;
-      return dedupe === undefined || dedupe === null ? null : `${emailKey(input.email)}\u0000${input.event_name}\u0000${String(dedupe)}`;
+      const dedupe = dedupeOf(input);
+      return dedupe === null ? null : `${emailKey(input.email)}\u0000${input.event_name}\u0000${dedupe}`;
     };
-    const withKey = rows.filter((r) => keyOf(r.input) !== null);
+    const withKey = rows.filter((r) => dedupeOf(r.input) !== null);
     const seen = await events.storedDedupeKeys(trx, workspaceId, {
       emailKeys: [...new Set(withKey.map((r) => emailKey(r.input.email)))],
       eventNames: [...new Set(withKey.map((r) => r.input.event_name))],
-      dedupeKeys: [...new Set(withKey.map((r) => String(r.input.properties!.dedupe_key)))],
+      dedupeKeys: [...new Set(withKey.map((r) => dedupeOf(r.input)!))],
     });
     const now = Date.now();
     const toWrite: Array<{ index: number; email: string; write: EventWrite }> = [];
