@@ -45,13 +45,15 @@ describeEachDatabase('events batch', (h) => {
         { email: 'ann@example.com', event_name: 'x', properties: 'text' },
         { event_name: 'x' },
         { email: 'ann@example.com', event_name: 'product_viewed' },
+        null,
       ],
     });
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body.processed).toBe(2);
     expect(body.skipped).toBe(0);
-    expect(body.errors.map((e: { index: number }) => e.index)).toEqual([1, 2, 3, 4, 5]);
+    expect(body.errors.map((e: { index: number }) => e.index)).toEqual([1, 2, 3, 4, 5, 7]);
+    expect(body.errors[5]).toEqual({ index: 7, email: '', error: 'invalid request: events[7] must be an object' });
     expect(body.errors[0]).toEqual({ index: 1, email: 'nobody@example.com', error: 'contact not found' });
     expect(body.errors[1]).toEqual({ index: 2, email: 'ann@example.com', error: 'invalid request: event_name is required' });
     expect(body.errors[2].error).toMatch(/^invalid request: timestamp/);

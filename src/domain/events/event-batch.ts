@@ -67,6 +67,10 @@ function eventsOf(body: unknown): unknown[] {
 function parseRows<S extends z.ZodType>(schema: S, list: unknown[], errors: BatchRowError[]) {
   const valid: Array<{ index: number; input: z.output<S> }> = [];
   list.forEach((raw, index) => {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+      errors.push({ index, email: '', error: `invalid request: events[${index}] must be an object` });
+      return;
+    }
     const parsed = schema.safeParse(raw);
     if (parsed.success) valid.push({ index, input: parsed.data });
     else {
