@@ -11,6 +11,7 @@ import * as createWebhookDeliveries from './202611211104_create_webhook_deliveri
 import * as createEngagements from './202611211105_create_engagements.js';
 import * as trimHotPathIndexes from './202611211200_trim_hot_path_indexes.js';
 import * as partialAttributionIndexes from './202611211201_partial_attribution_indexes.js';
+import * as indexDedupeKeysByWorkspace from './202611211202_index_dedupe_keys_by_workspace.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -34,4 +35,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211105_create_engagements', createEngagements],
   ['202611211200_trim_hot_path_indexes', trimHotPathIndexes],
   ['202611211201_partial_attribution_indexes', partialAttributionIndexes],
+  ['202611211202_index_dedupe_keys_by_workspace', indexDedupeKeysByWorkspace],
 ];

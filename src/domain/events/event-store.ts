@@ -53,7 +53,7 @@ export function createEventStore(dialect: Dialect) {
 
     /**
      * `email_key\0event_name\0dedupe_key` of the stored events among these contacts' emails and dedupe keys:
-     * one query (served by the contacts' (workspace_id, email_key) and the events' dedupe indexes).
+     * one query per 1000 keys, served by the events' (workspace_id, dedupe_key) index.
      */
     async storedDedupeKeys(
       db: Db,
@@ -63,21 +63,25 @@ export function createEventStore(dialect: Dialect) {
       const { emailKeys, eventNames, dedupeKeys } = keys;
       const found = new Set<string>();
       if (emailKeys.length === 0 || dedupeKeys.length === 0) return found;
-      for (const emails of chunk(emailKeys, 1000)) {
+      const wanted = new Set(emailKeys);
+      const names = new Set(eventNames);
+      // One seek per key on (workspace_id, dedupe_key); contact and name are checked on the few rows found.
+      for (const part of chunk(dedupeKeys, 1000)) {
         const rows = await db('events')
           .join('contacts', 'contacts.id', 'events.contact_id')
-          .where('contacts.workspace_id', workspaceId)
-          .whereIn('contacts.email_key', emails)
-          // Every column of the (contact_id, event_name, dedupe_key) index: seeks, not a scan of each contact's events.
-          .whereIn('events.event_name', eventNames)
-          .whereIn('events.dedupe_key', dedupeKeys)
+          .where('events.workspace_id', workspaceId)
+          .whereIn('events.dedupe_key', part)
           .select('contacts.email_key', 'events.event_name', 'events.dedupe_key');
-        for (const row of rows) found.add(`${row.email_key}\u0000${row.event_name}\u0000${row.dedupe_key}`);
+        for (const row of rows) {
+          if (wanted.has(row.email_key) && names.has(row.event_name)) {
+            found.add(`${row.email_key}\u0000${row.event_name}\u0000${row.dedupe_key}`);
+          }
+        }
       }
       return found;
     },
 
-    /** Stored events of these contacts carrying one of these dedupe keys, as rows (one query per 1000 contacts). */
+    /** Stored events of these contacts carrying one of these dedupe keys, as rows (one query per 1000 keys). */
     async findByDedupeKeys(
       db: Db,
       workspaceId: string,
@@ -86,14 +90,13 @@ export function createEventStore(dialect: Dialect) {
       const { contactIds, eventNames, dedupeKeys } = keys;
       const rows: EventRow[] = [];
       if (contactIds.length === 0 || dedupeKeys.length === 0) return rows;
-      for (const ids of chunk(contactIds, 1000)) {
-        const found = await db('events')
-          .where({ workspace_id: workspaceId })
-          .whereIn('contact_id', ids)
-          .whereIn('event_name', eventNames)
-          .whereIn('dedupe_key', dedupeKeys)
-          .orderBy('id');
+      const wanted = new Set(contactIds);
+      const names = new Set(eventNames);
+      // One seek per key on (workspace_id, dedupe_key); contact and name are checked on the few rows found.
+      for (const part of chunk(dedupeKeys, 1000)) {
+        const found = await db('events').where({ workspace_id: workspaceId }).whereIn('dedupe_key', part).orderBy('id');
         for (const raw of found) {
+          if (!wanted.has(raw.contact_id) || !names.has(raw.event_name)) continue;
           rows.push({
             ...(raw as EventRow),
             properties: dialect.readJson<Record<string, unknown>>(raw.properties) ?? {},
