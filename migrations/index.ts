@@ -12,6 +12,7 @@ import * as createEngagements from './202611211105_create_engagements.js';
 import * as trimHotPathIndexes from './202611211200_trim_hot_path_indexes.js';
 import * as partialAttributionIndexes from './202611211201_partial_attribution_indexes.js';
 import * as indexDedupeKeysByWorkspace from './202611211202_index_dedupe_keys_by_workspace.js';
+import * as createProductFeeds from './202611211300_create_product_feeds.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -36,4 +37,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211200_trim_hot_path_indexes', trimHotPathIndexes],
   ['202611211201_partial_attribution_indexes', partialAttributionIndexes],
   ['202611211202_index_dedupe_keys_by_workspace', indexDedupeKeysByWorkspace],
+  ['202611211300_create_product_feeds', createProductFeeds],
 ];

@@ -6,6 +6,7 @@ import { productsCommand } from './commands/products/index.js';
 import { serveCommand } from './commands/serve.js';
 import { syncOrdersCommand } from './commands/orders/sync-orders.js';
 import { eventsCommand } from './commands/events/index.js';
+import { feedsCommand } from './commands/feeds/index.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
@@ -20,6 +21,7 @@ export function buildProgram(): Command {
     productsCommand(),
     attributionCommand(),
     eventsCommand(),
+    feedsCommand(),
   ]) {
     program.addCommand(command);
   }

@@ -8,6 +8,8 @@ import type { Database } from './db/database.js';
 import { WriteBatcher } from './db/write-batcher.js';
 import { createEventService } from './events/event-service.js';
 import { createEventStore } from './events/event-store.js';
+import { createFeedService } from './feeds/feed-service.js';
+import { createFeedStore } from './feeds/feed-store.js';
 import { createIdentityTokenService } from './identity-tokens/identity-token-service.js';
 import { createIdentityTokenStore } from './identity-tokens/identity-token-store.js';
 import { createIntegrationService } from './integrations/integration-service.js';
@@ -74,10 +76,17 @@ export function createServices(db: Database) {
     outbox,
     applyShippingEvents: shipments.applyShippingEvents,
   });
+  const productStore = createProductStore(dialect);
   const products = createProductService({
     knex,
     writeTransaction: db.writeTransaction,
-    products: createProductStore(dialect),
+    products: productStore,
+  });
+  const feeds = createFeedService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    feeds: createFeedStore(dialect),
+    products: productStore,
   });
   const orders = createOrderService({
     knex,
@@ -118,6 +127,7 @@ export function createServices(db: Database) {
     events,
     shipments,
     products,
+    feeds,
     orders,
     carts,
     webhook,

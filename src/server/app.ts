@@ -18,6 +18,7 @@ import { webhookRoutes } from './routes/webhook/webhook-routes.js';
 import { integrationRoutes } from './routes/integrations/integration-routes.js';
 import { settingsRoutes } from './routes/settings/settings-routes.js';
 import { productRoutes } from './routes/products/product-routes.js';
+import { feedRoutes } from './routes/feeds/feed-routes.js';
 
 /** CONTRACT §3: bodies above 5 MiB are refused with 413. */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -60,6 +61,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       await api.register(shipmentRoutes(services));
       await api.register(orderRoutes(services));
       await api.register(productRoutes(services));
+      await api.register(feedRoutes(services));
       await api.register(contactRoutes(services));
       await api.register(apiKeyRoutes(services));
       await api.register(integrationRoutes(services));

@@ -198,6 +198,15 @@ export function createProductStore(dialect: Dialect) {
       return db('products').where(key).delete();
     },
 
+    /** Rows of these ids in the workspace, in no particular order (missing ids are left out). */
+    async findByIds(db: Db, workspaceId: string, ids: string[]): Promise<ProductRow[]> {
+      const rows: ProductRow[] = [];
+      for (const part of chunk([...new Set(ids)], IDS_PER_QUERY)) {
+        rows.push(...(await db('products').where({ workspace_id: workspaceId }).whereIn('id', part)).map(fromRow));
+      }
+      return rows;
+    },
+
     async findById(db: Db, workspaceId: string, id: string): Promise<ProductRow | null> {
       const row = await db('products').where({ workspace_id: workspaceId, id }).first();
       return row ? fromRow(row) : null;
