@@ -188,8 +188,19 @@ export function createFeedService(deps: {
     return row;
   }
 
-  async function reply(workspaceId: string, row: FeedRow): Promise<FeedReply> {
-    return { feed: toFeed(row), product_count: await countMatching(workspaceId, row) };
+  /** The feed with its product count and, with `preview`, its first products in plain order (one evaluation). */
+  async function reply(workspaceId: string, row: FeedRow, preview?: number): Promise<FeedReply> {
+    const list = await matched(knex, workspaceId, row);
+    const result: FeedReply = { feed: toFeed(row), product_count: list.length };
+    if (preview !== undefined) {
+      const first = ordered(list, plainOrder(row)).slice(0, preview);
+      result.products = await toProducts(
+        knex,
+        workspaceId,
+        first.map((p) => p.id),
+      );
+    }
+    return result;
   }
 
   /** Settings after applying a validated write to `base`; refused (nothing written) when the bounds cross. */
@@ -232,12 +243,7 @@ export function createFeedService(deps: {
     /** GET /api/v1/product-feeds/{id}; `preview=N` adds the first N products in plain order. */
     async get(workspaceId: string, id: string, query: unknown = {}): Promise<FeedReply> {
       const { preview } = parseInput(feedGetQuerySchema, query);
-      const row = await load(workspaceId, id);
-      const result = await reply(workspaceId, row);
-      if (preview !== undefined) {
-        result.products = await matchingProducts(workspaceId, row, { limit: preview, order: plainOrder(row) });
-      }
-      return result;
+      return reply(workspaceId, await load(workspaceId, id), preview);
     },
 
     /** PUT /api/v1/product-feeds/{id}: only the fields sent change; a refused write changes nothing. */
