@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { byWorkspace, chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import { selectPage } from '../db/page.js';
+import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import { emailKey, type Contact, type SubscriptionStatus } from './contact.schema.js';
@@ -42,11 +42,6 @@ export const contactKey = (workspaceId: string, email: string) => `${workspaceId
 
 // Tuple IN lists: two bindings a pair, well under either database's limit.
 const PAIRS_PER_QUERY = 5_000;
-
-const NEWEST_FIRST = [
-  { column: 'created_at', order: 'desc' as const },
-  { column: 'id', order: 'desc' as const },
-];
 
 /** The workspace's contact limit (null: none), from settings. */
 export interface ContactLimits {

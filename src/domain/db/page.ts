@@ -1,6 +1,12 @@
 import type { Knex } from 'knex';
 import { offsetOf, type Paging } from '../shared/paging.js';
 
+/** The lists' usual order: newest first, the id breaking ties so pages neither skip nor repeat rows. */
+export const NEWEST_FIRST: Array<{ column: string; order: 'asc' | 'desc' }> = [
+  { column: 'created_at', order: 'desc' },
+  { column: 'id', order: 'desc' },
+];
+
 /**
  * One page of a filtered list query and the total it pages through: `{rows, total}` for the management
  * API's `{data, meta}` lists. `base` carries the filters; `orderBy` should end in a unique column so pages

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { chunk, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import { selectPage } from '../db/page.js';
+import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { EventRecord } from './event.schema.js';
@@ -170,10 +170,7 @@ export function createEventStore(dialect: Dialect) {
       if (filter.event_name) base.where({ event_name: filter.event_name });
       return selectPage(
         base,
-        [
-          { column: 'created_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ],
+        NEWEST_FIRST,
         paging,
         toRecord,
       );

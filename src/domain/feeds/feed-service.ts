@@ -4,7 +4,7 @@ import { NotFoundError, ValidationError } from '../errors.js';
 import type { Product } from '../products/product.schema.js';
 import type { ProductStore } from '../products/product-store.js';
 import { uuidv7 } from '../shared/ids.js';
-import { offsetOf, toPage, type Page, type Paging } from '../shared/paging.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
 import {
   boundsProblem,
@@ -234,7 +234,7 @@ export function createFeedService(deps: {
 
     /** GET /api/v1/product-feeds: each feed with its product count. */
     async list(workspaceId: string, paging: Paging): Promise<Page<FeedReply>> {
-      const { rows, total } = await feeds.list(knex, workspaceId, paging.perPage, offsetOf(paging));
+      const { rows, total } = await feeds.list(knex, workspaceId, paging);
       const data: FeedReply[] = [];
       for (const row of rows) data.push(await reply(workspaceId, row));
       return toPage(data, total, paging);

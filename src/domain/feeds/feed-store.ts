@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { NEWEST_FIRST, selectPage } from '../db/page.js';
+import type { Paging } from '../shared/paging.js';
 import { chunk } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { toIso } from '../shared/time.js';
@@ -102,18 +104,8 @@ export function createFeedStore(dialect: Dialect) {
       return row ? fromRow(row) : null;
     },
 
-    async list(db: Db, workspaceId: string, limit: number, offset: number): Promise<{ rows: FeedRow[]; total: number }> {
-      const [totalRow] = await db('product_feeds').where({ workspace_id: workspaceId }).count({ n: '*' });
-      const rows = await db('product_feeds')
-        .where({ workspace_id: workspaceId })
-        .orderBy([
-          { column: 'created_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ])
-        .limit(limit)
-        .offset(offset);
-      return { rows: rows.map(fromRow), total: Number((totalRow as { n: unknown }).n) };
-    },
+    list: (db: Db, workspaceId: string, paging: Paging): Promise<{ rows: FeedRow[]; total: number }> =>
+      selectPage(db('product_feeds').where({ workspace_id: workspaceId }), NEWEST_FIRST, paging, fromRow),
 
     /**
      * Products that pass the feed's column filters (price, stock, stock status, source), narrowed in SQL;

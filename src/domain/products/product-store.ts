@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import { selectPage } from '../db/page.js';
+import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { Product, ProductFields, ProductListFilter, Variant } from './product.schema.js';
@@ -228,10 +228,7 @@ export function createProductStore(dialect: Dialect) {
       if (filter.source) base.where({ source: filter.source });
       return selectPage(
         base,
-        [
-          { column: 'created_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ],
+        NEWEST_FIRST,
         paging,
         fromRow,
       );
