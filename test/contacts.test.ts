@@ -235,3 +235,43 @@ describeEachDatabase('contacts across processes', (h) => {
     }
   });
 });
+
+describeEachDatabase('the workspace contact limit', (h) => {
+  it('no new contact past the limit: identify, POST /contacts and collect events are 403; sync reports the row; existing contacts still work', async () => {
+    const ws = await h().workspace();
+    const first = (await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email: 'one@example.com' } })).json();
+    const patched = await h().request({ method: 'PATCH', url: '/api/v1/settings', key: ws.apiKey, json: { contact_limit: 1 } });
+    expect(patched.statusCode).toBe(200);
+
+    const identify = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email: 'two@example.com' } });
+    expect(identify.statusCode).toBe(403);
+    expect(identify.json().error).toBe('contact limit reached');
+    const created = await h().request({ method: 'POST', url: '/api/v1/contacts', key: ws.apiKey, json: { email: 'three@example.com' } });
+    expect(created.statusCode).toBe(403);
+    const event = await h().request({
+      method: 'POST',
+      url: '/collect/event',
+      json: { site_id: ws.siteId, email: 'four@example.com', event_name: 'viewed_product' },
+    });
+    expect(event.statusCode).toBe(403);
+    const sync = await h().request({
+      method: 'POST',
+      url: '/api/v1/ecommerce/sync-historical-orders',
+      key: ws.apiKey,
+      json: {
+        orders: [
+          { email: 'five@example.com', external_id: 'x', order_number: 'x', total_amount: 5, currency: 'EUR', ordered_at: '2026-01-01T00:00:00Z' },
+        ],
+      },
+    });
+    expect(sync.json()).toMatchObject({ inserted: 0, errors: [{ index: 0, external_id: 'x', error: 'contact limit reached' }] });
+
+    expect(await h().services.db.knex('contacts').where({ workspace_id: ws.id })).toHaveLength(1);
+    expect(await h().services.db.knex('events').where({ workspace_id: ws.id })).toHaveLength(0);
+    const again = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email: 'ONE@example.com', properties: { a: 1 } } });
+    expect(again.statusCode).toBe(200);
+    expect(again.json().contact_id).toBe(first.contact_id);
+    const own = await h().request({ method: 'POST', url: '/collect/event', json: { site_id: ws.siteId, email: 'one@example.com', event_name: 'x' } });
+    expect(own.statusCode).toBe(200);
+  });
+});
