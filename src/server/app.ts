@@ -10,6 +10,7 @@ import { registerRateLimits } from './plugins/rate-limit.js';
 import { requestIdOf, registerRequestId } from './plugins/request-id.js';
 import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { collectRoutes } from './routes/collect/collect-routes.js';
+import { sdkRoutes } from './routes/sdk/sdk-routes.js';
 import { contactRoutes } from './routes/contacts/contact-routes.js';
 import { eventRoutes } from './routes/events/event-routes.js';
 import { shipmentRoutes } from './routes/events/shipment-routes.js';
@@ -47,12 +48,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   registerErrorHandling(app);
   registerRequestId(app);
-  drain.register(app);
+  // CORS first: a draining server's 503 (and its Retry-After) must be readable by the SDK on a shop's page.
   registerCors(app, ['/collect/']);
+  drain.register(app);
   registerRateLimits(app, services.rateLimiter, config.limits);
   registerJsonBody(app);
 
   await app.register(collectRoutes(services));
+  await app.register(sdkRoutes());
   await app.register(webhookRoutes(services));
   await app.register(
     async (api) => {

@@ -9,6 +9,8 @@ export function registerCors(app: FastifyInstance, pathPrefixes: string[]): void
   app.addHook('onRequest', async (request, reply) => {
     if (!applies(request.url)) return;
     reply.header('access-control-allow-origin', '*');
+    // The SDK honours Retry-After on 429 and 503; cross-origin it can read it only when exposed.
+    reply.header('access-control-expose-headers', 'retry-after');
     if (request.method === 'OPTIONS') {
       return reply
         .header('access-control-allow-methods', 'GET, POST, OPTIONS')
