@@ -23,11 +23,13 @@ async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promi
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /**
- * Creates a fresh database `emk_bench_<pid>` on the server of `adminUrl`. Resolves `{ unreachable: reason }`
- * when the server cannot be reached, so the bench can go on without PostgreSQL.
+ * Creates a fresh database `name` (default `emk_bench_<pid>`) on the server of `adminUrl`. Resolves
+ * `{ unreachable: reason }` when the server cannot be reached, so the bench can go on without PostgreSQL.
  */
-export async function createBenchDatabase(adminUrl: string): Promise<BenchDatabase | { unreachable: string }> {
-  const name = `emk_bench_${process.pid}`;
+export async function createBenchDatabase(
+  adminUrl: string,
+  name = `emk_bench_${process.pid}`,
+): Promise<BenchDatabase | { unreachable: string }> {
   try {
     await withAdmin(adminUrl, async (client) => {
       await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`);

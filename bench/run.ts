@@ -6,6 +6,7 @@ import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
 import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess } from './processes.js';
 import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFile } from './events-volume.js';
 import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
+import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
 
 /**
  * `npm run bench`: emk's two event-ingestion routes on SQLite and PostgreSQL against a bare Fastify route that
@@ -15,7 +16,9 @@ import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orde
  * BENCH_CONNECTIONS (default 50), EMK_BENCH_DATABASE_URL (a PostgreSQL server to create the bench database on,
  * default postgres://postgres@127.0.0.1:5432/postgres), BENCH_SYNC_ORDERS (orders in the generated
  * `emk sync-orders` file, default 100000; 0 skips it), BENCH_SYNC_CUSTOMERS (default 20000), BENCH_EVENT_ROWS
- * (rows in the generated `emk events import` file, default 1000000; 0 skips the events-at-volume rows).
+ * (rows in the generated `emk events import` file, default 1000000; 0 skips the events-at-volume rows),
+ * BENCH_FEEDS_SCALE (size of the generated store of the product-feeds rows relative to issue 5's, default 1;
+ * 0 skips them; see feeds.ts), BENCH_FEED_REQUESTS (requests per product-feeds row, default 200).
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -38,6 +41,8 @@ const SYNC_ORDERS = positiveNumber('BENCH_SYNC_ORDERS', 100_000, true);
 const SYNC_CUSTOMERS = positiveNumber('BENCH_SYNC_CUSTOMERS', 20_000);
 const EVENT_ROWS = positiveNumber('BENCH_EVENT_ROWS', 1_000_000, true);
 const EVENT_CONTACTS = 10_000;
+const FEEDS_SCALE = positiveNumber('BENCH_FEEDS_SCALE', 1, true);
+const FEED_REQUESTS = positiveNumber('BENCH_FEED_REQUESTS', 200);
 const BATCH_REQUESTS = 40;
 const CEILING_ROWS = 200_000;
 /** Huge, not 0: the limiter still runs on every request, as in production. */
@@ -198,13 +203,16 @@ function startEmk(databaseUrl: string): Promise<ServerProcess> {
   return startServer('emk serve', [EMK, 'serve', '--db', databaseUrl, '--port', '0', '--host', '127.0.0.1'], EMK_ENV, ROOT);
 }
 
-/** `emk init --json`, then the contacts the events name, created through the API. */
-async function bootstrap(databaseUrl: string): Promise<Workspace> {
-  const init = await runJson<{ workspace_id: string; site_id: string; api_key: string; integration: { id: string; api_key: string } }>(
+const emkInit = (databaseUrl: string) =>
+  runJson<{ workspace_id: string; site_id: string; api_key: string; integration: { id: string; api_key: string } }>(
     [EMK, 'init', '--db', databaseUrl, '--json', '--name', 'Bench shop', '--domain', 'shop.bench.test'],
     EMK_ENV,
     ROOT,
   );
+
+/** `emk init --json`, then the contacts the events name, created through the API. */
+async function bootstrap(databaseUrl: string): Promise<Workspace> {
+  const init = await emkInit(databaseUrl);
   const server = await startEmk(databaseUrl);
   try {
     const contacts: Workspace['contacts'] = [];
@@ -408,6 +416,7 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const syncRows: SyncRow[] = [];
   const eventsRows: EventsRow[] = [];
+  const feedsRuns: FeedsRun[] = [];
   try {
     const bare: Record<Route, number> = { collect: 0, events: 0, webhook: 0 };
     for (const route of ['collect', 'events', 'webhook'] as const) {
@@ -454,6 +463,18 @@ async function main(): Promise<void> {
       cleanups.push(() => postgres.drop());
       await runDatabase('postgres', postgres.url);
     }
+
+    if (FEEDS_SCALE > 0) {
+      const emk = {
+        init: async (url: string) => {
+          const init = await emkInit(url);
+          return { workspaceId: init.workspace_id, apiKey: init.api_key };
+        },
+        start: startEmk,
+      };
+      const options = { scale: FEEDS_SCALE, requests: FEED_REQUESTS };
+      feedsRuns.push(...(await runFeedsBench({ dir, postgresServer, emk, options, notes, onCleanup: (cleanup) => cleanups.push(cleanup) })));
+    }
   } finally {
     killAll();
     await cleanUp();
@@ -462,6 +483,9 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n`);
   if (syncRows.length > 0) process.stdout.write(`\n${syncTable(syncRows)}\n`);
   if (eventsRows.length > 0) process.stdout.write(`\n${eventsTable(eventsRows)}\n`);
+  for (const [header, lines] of feedsRuns.length > 0 ? feedsTables(feedsRuns, FEEDS_SCALE) : []) {
+    process.stdout.write(`\n${formatTable(header, lines)}\n`);
+  }
   for (const note of notes) process.stdout.write(`${note}\n`);
   process.stdout.write(
     '\nrequests/s: autocannon mean of per-second samples; vs bare: requests/s relative to the bare Fastify route ' +
