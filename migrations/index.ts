@@ -13,6 +13,8 @@ import * as trimHotPathIndexes from './202611211200_trim_hot_path_indexes.js';
 import * as partialAttributionIndexes from './202611211201_partial_attribution_indexes.js';
 import * as indexDedupeKeysByWorkspace from './202611211202_index_dedupe_keys_by_workspace.js';
 import * as createProductFeeds from './202611211300_create_product_feeds.js';
+import * as indexProductFilters from './202611211400_index_product_filters.js';
+import * as createProductActivity from './202611211401_create_product_activity.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -38,4 +40,6 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211201_partial_attribution_indexes', partialAttributionIndexes],
   ['202611211202_index_dedupe_keys_by_workspace', indexDedupeKeysByWorkspace],
   ['202611211300_create_product_feeds', createProductFeeds],
+  ['202611211400_index_product_filters', indexProductFilters],
+  ['202611211401_create_product_activity', createProductActivity],
 ];

@@ -1,5 +1,8 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../src/domain/db/database.js';
 import { runEmk } from './helpers/cli.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
@@ -120,6 +123,44 @@ for (const dialect of DIALECTS) {
       const missing = await runEmk(['feeds', 'preview', 'nope', '--db', database.url]);
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain('not found');
+    });
+
+    it('rebuild-activity recomputes the ranking aggregates from stored orders', async () => {
+      const recent = new Date(Date.now() - 86_400_000).toISOString();
+      const file = join(mkdtempSync(join(tmpdir(), 'emk-activity-')), 'orders.jsonl');
+      writeFileSync(
+        file,
+        [
+          { external_id: 'r1', items: [{ external_id: 'beanie', quantity: 2 }, { external_id: 'jacket', quantity: 1 }] },
+          { external_id: 'r2', items: [{ external_id: 'beanie', quantity: 1 }] },
+        ]
+          .map((o) => JSON.stringify({ email: 'r@example.com', order_number: o.external_id, total_amount: 5, currency: 'EUR', status: 'paid', ordered_at: recent, ...o }))
+          .join('\n'),
+      );
+      expect((await emk(['sync-orders', '--file', file])).inserted).toBe(2);
+      // Aggregates lost (a restore of the orders alone), then rebuilt from the stored orders.
+      const db = openDatabase(database.url);
+      try {
+        const kept = await db.knex('product_activity_totals').orderBy('product_key').select('product_key', 'units_sold');
+        await db.knex('product_activity_totals').delete();
+        await db.knex('product_activity_daily').delete();
+        await db.knex('product_pairs_daily').delete();
+        const rebuilt = await emk(['feeds', 'rebuild-activity']);
+        expect(rebuilt).toEqual({ products: 2, since: new Date(Date.now() - 89 * 86_400_000).toISOString().slice(0, 10) });
+        const totals = await db.knex('product_activity_totals').orderBy('product_key').select('product_key', 'units_sold');
+        expect(totals.map((t) => [t.product_key, Number(t.units_sold)])).toEqual([
+          ['beanie', 3],
+          ['jacket', 1],
+        ]);
+        expect(totals).toEqual(kept);
+        const pairs = await db.knex('product_pairs_daily').orderBy('product_key').select('product_key', 'other_key', 'orders');
+        expect(pairs.map((p) => [p.product_key, p.other_key, Number(p.orders)])).toEqual([
+          ['beanie', 'jacket', 1],
+          ['jacket', 'beanie', 1],
+        ]);
+      } finally {
+        await db.close();
+      }
     });
   });
 }

@@ -17,6 +17,9 @@ import { createOrderService } from './orders/order-service.js';
 import { createOrderStore } from './orders/order-store.js';
 import { createProductService } from './products/product-service.js';
 import { createProductStore } from './products/product-store.js';
+import { createProductActivity } from './recommendations/product-activity.js';
+import { createProductActivityStore } from './recommendations/product-activity-store.js';
+import { createRanker } from './recommendations/rankings.js';
 import { createDatabaseCounterStore, createMemoryCounterStore } from './rate-limits/counter-store.js';
 import { createRateLimiter } from './rate-limits/rate-limiter.js';
 import { createSettingsService } from './settings/settings-service.js';
@@ -36,6 +39,11 @@ export function createServices(db: Database) {
     contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
   });
   const eventStore = createEventStore(dialect);
+  const productActivity = createProductActivity({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: createProductActivityStore(dialect),
+  });
   const outbox = createTriggerOutbox(dialect);
   const apiKeys = createApiKeyService({ knex });
   const integrations = createIntegrationService({ knex, dialect, writeTransaction: db.writeTransaction });
@@ -75,6 +83,7 @@ export function createServices(db: Database) {
     contacts: contactStore,
     outbox,
     applyShippingEvents: shipments.applyShippingEvents,
+    activity: productActivity,
   });
   const productStore = createProductStore(dialect);
   const products = createProductService({
@@ -87,6 +96,7 @@ export function createServices(db: Database) {
     writeTransaction: db.writeTransaction,
     feeds: createFeedStore(dialect),
     products: productStore,
+    ranker: createRanker({ dialect, activity: productActivity }),
   });
   const orders = createOrderService({
     knex,
@@ -95,6 +105,7 @@ export function createServices(db: Database) {
     contacts: contactStore,
     outbox,
     attributeOrders: attribution.attributeOrders,
+    activity: productActivity,
   });
   const carts = createCartService({ dialect, outbox });
   const webhook = createWebhookService({
@@ -132,6 +143,7 @@ export function createServices(db: Database) {
     carts,
     webhook,
     outbox,
+    productActivity,
     rateLimiter,
     /** Finishes pending writes, then closes the database. Safe to call more than once. */
     close() {

@@ -6,6 +6,8 @@ import type { ContactStore } from '../contacts/contact-store.js';
 import { contactKey } from '../contacts/contact-store.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import { ValidationError } from '../errors.js';
+import { ActivityDelta } from '../recommendations/activity-delta.js';
+import type { ProductActivity } from '../recommendations/product-activity.js';
 import { uuidv7 } from '../shared/ids.js';
 import { describeIssue } from '../shared/validate.js';
 import {
@@ -95,8 +97,9 @@ export function createEventBatches(deps: {
   events: EventStore;
   contacts: ContactStore;
   recordEvents: BatchHandler<EventWrite, { record: EventRecord } | { error: string }>;
+  activity: ProductActivity;
 }) {
-  const { writer, events, contacts, recordEvents } = deps;
+  const { writer, events, contacts, recordEvents, activity } = deps;
 
   /** POST rows set-based in one transaction: a dedupe lookup, then the shared event handler. */
   async function recordRows(
@@ -177,6 +180,10 @@ export function createEventBatches(deps: {
       byKey.set(key, [...(byKey.get(key) ?? []), row]);
     }
 
+    // The matched events' views as stored, taken out of the aggregates; their corrected values go back in below.
+    const views = new ActivityDelta();
+    for (const row of stored) views.event(row, -1);
+
     const now = Date.now();
     const inserts: EventRow[] = [];
     const changed = new Map<string, { id: string; patch: Partial<Pick<EventRow, 'properties' | 'source' | 'created_at'>> }>();
@@ -232,6 +239,8 @@ export function createEventBatches(deps: {
     }
     await events.insert(trx, inserts);
     await events.applyPatches(trx, [...changed.values()]);
+    for (const row of [...stored, ...inserts]) views.event(row, 1);
+    await activity.record(trx, views);
   }
 
   return {

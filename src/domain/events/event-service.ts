@@ -15,6 +15,8 @@ import {
   type EventRecord,
 } from './event.schema.js';
 import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
+import { ActivityDelta } from '../recommendations/activity-delta.js';
+import type { ProductActivity } from '../recommendations/product-activity.js';
 import { createEventBatches } from './event-batch.js';
 
 /**
@@ -55,8 +57,10 @@ export function createEventService(deps: {
   outbox: TriggerOutbox;
   /** Sets the Shipping Status of orders named by stored `shipping_information` events (shipments noun). */
   applyShippingEvents: ApplyShippingEvents;
+  /** Product views feed the recommendation aggregates, in the same transaction. */
+  activity: ProductActivity;
 }) {
-  const { knex, writer, events, contacts, outbox, applyShippingEvents } = deps;
+  const { knex, writer, events, contacts, outbox, applyShippingEvents, activity } = deps;
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace. */
   async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[]) {
@@ -162,7 +166,9 @@ export function createEventService(deps: {
       return { record: events.toRecord(row as unknown as Record<string, unknown>) };
     });
     // Independent statements: queued on the connection together, without a round through the event loop between.
-    await Promise.all([events.insert(trx, rows), outbox.record(trx, facts)]);
+    const views = new ActivityDelta();
+    for (const row of rows) views.event(row, 1);
+    await Promise.all([events.insert(trx, rows), outbox.record(trx, facts), activity.record(trx, views)]);
     await applyShippingEvents(trx, writes.filter((w, i) => !w.viaCollect && 'record' in results[i]!));
     return results;
   };
@@ -179,7 +185,7 @@ export function createEventService(deps: {
     recordEvents,
 
     /** POST and PUT /api/v1/events/batch, `emk events import|correct`: see event-batch.ts. */
-    ...createEventBatches({ writer, events, contacts, recordEvents }),
+    ...createEventBatches({ writer, events, contacts, recordEvents, activity }),
 
     /** POST /collect/event: attach by contact_id, else email (created if unseen), else anonymous_id. */
     async collect(workspaceId: string, body: unknown): Promise<EventRecord> {

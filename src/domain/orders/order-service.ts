@@ -19,6 +19,8 @@ import {
   type SyncOrderInput,
 } from './order.schema.js';
 import type { OrderRow, OrderStore } from './order-store.js';
+import { ActivityDelta, type OrderActivity } from '../recommendations/activity-delta.js';
+import type { ProductActivity } from '../recommendations/product-activity.js';
 
 /** What the last-touch engine credits an order to (CONTRACT §4). */
 export interface OrderAttribution {
@@ -73,6 +75,14 @@ export interface SyncResult {
   errors: Array<{ index: number; external_id: string | null; error: string }>;
 }
 
+/** What an order counts in the recommendation aggregates. */
+const salesOf = (row: Pick<OrderRow, 'workspace_id' | 'ordered_at' | 'cancelled_at'>, items: OrderItem[]): OrderActivity => ({
+  workspaceId: row.workspace_id,
+  orderedAt: row.ordered_at,
+  items,
+  cancelled: row.cancelled_at !== null,
+});
+
 const sameItems = (a: OrderItem[], b: OrderItem[]) => JSON.stringify(a) === JSON.stringify(b);
 
 /** Splits changes into rounds so each round holds one change per order, applied in arrival order. */
@@ -95,8 +105,10 @@ export function createOrderService(deps: {
   contacts: ContactStore;
   outbox: TriggerOutbox;
   attributeOrders: AttributeOrders;
+  /** Units sold and co-occurrence feed the recommendation aggregates, in the same transaction. */
+  activity: ProductActivity;
 }) {
-  const { knex, writer, orders, contacts, outbox, attributeOrders } = deps;
+  const { knex, writer, orders, contacts, outbox, attributeOrders, activity } = deps;
 
   /** The stored row after applying a change to an existing order; null when nothing differs. */
   function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange): Partial<OrderRow> | null {
@@ -166,6 +178,7 @@ export function createOrderService(deps: {
     }
     const lost: number[] = [];
     const facts: TriggerFact[] = [];
+    const sales = new ActivityDelta();
     for (const [workspaceId, indexes] of byWorkspace) {
       const touchedContacts: string[] = [];
       const existing = new Map(
@@ -193,6 +206,9 @@ export function createOrderService(deps: {
         }
         await orders.update(trx, row.id, { ...patch, updated_at: change.at });
         if (change.fields.items !== undefined) await orders.replaceItems(trx, row, change.fields.items);
+        // What the order counted before comes out of the aggregates; what it counts now goes in.
+        const before = storedItems.get(row.id) ?? [];
+        sales.order(salesOf(row, before), -1).order(salesOf({ ...row, ...patch }, change.fields.items ?? before), 1);
         touchedContacts.push(row.contact_id);
         results[i] = { orderId: row.id, outcome: 'updated' };
       }
@@ -227,6 +243,7 @@ export function createOrderService(deps: {
         }
         results[index] = { orderId: row.id, outcome: 'inserted' };
         touchedContacts.push(row.contact_id);
+        sales.order(salesOf(row, changes[index]!.fields.items ?? []), 1);
         // order_placed flows start for live webhook orders only: not for a cancelled order, and not for a
         // historical backfill (a sync must not mail customers about last year's orders).
         if (row.origin === 'webhook' && row.cancelled_at === null) facts.push(orderPlacedFact(row));
@@ -234,6 +251,7 @@ export function createOrderService(deps: {
       await orders.refreshContactTotals(trx, workspaceId, touchedContacts);
     }
     await outbox.record(trx, facts);
+    await activity.record(trx, sales);
     return lost;
   }
 
@@ -371,7 +389,9 @@ export function createOrderService(deps: {
           created_at: now,
           updated_at: now,
         };
-        await orders.insert(trx, [order], new Map([[order.id, (input.items ?? []).map(toOrderItem)]]));
+        const items = (input.items ?? []).map(toOrderItem);
+        await orders.insert(trx, [order], new Map([[order.id, items]]));
+        await activity.record(trx, new ActivityDelta().order(salesOf(order, items), 1));
         await orders.refreshContactTotals(trx, workspaceId, [owner.id]);
         await outbox.record(trx, [orderPlacedFact(order)]);
         return order;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseTimestamp } from '../shared/time.js';
 import { emailSchema, text } from '../shared/validate.js';
+import { productIdOfItem } from '../products/product-id.js';
 
 /** A line item: `external_id` joins the catalog's product external_id. */
 export interface OrderItem {
@@ -36,12 +37,22 @@ export const amountSchema = z.union([
     .transform(Number),
 ]);
 
-export const orderItemSchema = z.object({
-  external_id: externalIdSchema.optional(),
-  title: z.string().max(2000).optional(),
-  quantity: z.union([z.number().int().min(0), z.string().regex(/^\d+$/).transform(Number)]).default(1),
-  price: amountSchema.optional(),
-});
+/** A line item names its product by `external_id`; older integrations sent a legacy spelling, read too. */
+const withProductId = (item: unknown) => {
+  if (item === null || typeof item !== 'object' || Array.isArray(item) || 'external_id' in item) return item;
+  const id = productIdOfItem(item);
+  return id === null ? item : { ...item, external_id: id };
+};
+
+export const orderItemSchema = z.preprocess(
+  withProductId,
+  z.object({
+    external_id: externalIdSchema.optional(),
+    title: z.string().max(2000).optional(),
+    quantity: z.union([z.number().int().min(0), z.string().regex(/^\d+$/).transform(Number)]).default(1),
+    price: amountSchema.optional(),
+  }),
+);
 
 export const toOrderItem = (item: z.infer<typeof orderItemSchema>): OrderItem => ({
   external_id: item.external_id ?? null,

@@ -4,6 +4,7 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
+import { productFilterRows, titleKey, variantOptionRows } from './product-filters.js';
 import type { Product, ProductFields, ProductListFilter, Variant } from './product.schema.js';
 
 type Db = Knex | Knex.Transaction;
@@ -26,6 +27,7 @@ export interface VariantRow extends Variant {
 /** Columns an upsert rewrites on an existing row; identity and creation time stay. */
 const MERGED_COLUMNS = [
   'title',
+  'title_key',
   'price',
   'currency',
   'url',
@@ -45,6 +47,10 @@ const MERGED_COLUMNS = [
 
 // IN lists of ids: well under either database's bind limit.
 const IDS_PER_QUERY = 5_000;
+/** Products per batch when rebuilding a workspace's filter tables. */
+const REINDEX_BATCH = 2_000;
+/** The side tables of the feed filters (product-filters.ts), keyed by product_id. */
+const FILTER_TABLES = ['product_categories', 'product_metadata', 'product_variant_options'] as const;
 
 export function createProductStore(dialect: Dialect) {
   const nullableNumber = (value: unknown) => (value === null || value === undefined ? null : dialect.readNumber(value));
@@ -63,9 +69,34 @@ export function createProductStore(dialect: Dialect) {
 
   const toDbRow = (row: ProductRow) => ({
     ...row,
+    title_key: titleKey(row.title),
     categories: dialect.writeJson(row.categories),
     metadata: dialect.writeJson(row.metadata),
   });
+
+  async function deleteByProduct(db: Db, tables: readonly string[], productIds: string[]): Promise<void> {
+    for (const part of chunk(productIds, IDS_PER_QUERY)) {
+      for (const table of tables) await db(table).whereIn('product_id', part).delete();
+    }
+  }
+
+  /** The category and metadata rows of these products become what their columns say. */
+  async function replaceFilterRows(
+    db: Db,
+    products: Array<Pick<ProductRow, 'id' | 'workspace_id' | 'categories' | 'metadata'>>,
+  ): Promise<void> {
+    await deleteByProduct(
+      db,
+      ['product_categories', 'product_metadata'],
+      products.map((p) => p.id),
+    );
+    const rows = products.map(productFilterRows);
+    await insertRows(db, dialect, 'product_categories', rows.flatMap((r) => r.categories));
+    await insertRows(db, dialect, 'product_metadata', rows.flatMap((r) => r.metadata));
+  }
+
+  const writeVariantOptions = (db: Db, variants: Array<{ id: string; product_id: string; options: Record<string, string> | null }>) =>
+    insertRows(db, dialect, 'product_variant_options', variantOptionRows(variants));
 
   const variantFromRow = (raw: Record<string, unknown>): VariantRow => ({
     id: raw.id as string,
@@ -173,29 +204,67 @@ export function createProductStore(dialect: Dialect) {
           .returning(['id', 'external_id']);
         for (const r of returned as Array<{ id: string; external_id: string }>) ids.set(r.external_id, r.id);
       }
+      await replaceFilterRows(
+        db,
+        sorted.map((row) => ({ ...row, id: ids.get(row.external_id)! })),
+      );
       return ids;
     },
 
     /** The variants of these products become exactly `variants` (possibly none). */
     async replaceVariants(db: Db, productIds: string[], variants: VariantRow[]): Promise<void> {
-      for (const part of chunk(productIds, IDS_PER_QUERY)) {
-        await db('product_variants').whereIn('product_id', part).delete();
-      }
+      await deleteByProduct(db, ['product_variant_options', 'product_variants'], productIds);
       await insertRows(
         db,
         dialect,
         'product_variants',
         variants.map((v) => ({ ...v, options: v.options === null ? null : dialect.writeJson(v.options) })),
       );
+      await writeVariantOptions(db, variants);
     },
 
-    /** Removes a product and its variants; the number of products removed (0 or 1). */
+    /** Removes a product, its variants and its filter rows; the number of products removed (0 or 1). */
     async deleteByExternalId(db: Db, workspaceId: string, platform: string, externalId: string): Promise<number> {
       const key = { workspace_id: workspaceId, platform, external_id: externalId };
-      await db('product_variants')
-        .whereIn('product_id', db('products').where(key).select('id'))
-        .delete();
+      for (const table of [...FILTER_TABLES, 'product_variants']) {
+        await db(table)
+          .whereIn('product_id', db('products').where(key).select('id'))
+          .delete();
+      }
       return db('products').where(key).delete();
+    },
+
+    /**
+     * Rebuilds the filter tables and title keys of a workspace from its products' columns, a batch of products
+     * at a time (for products written by other means than this store, and the migration that adds them).
+     */
+    async reindexFilters(db: Db, workspaceId: string): Promise<void> {
+      for (let after = ''; ; ) {
+        const rows = await db('products')
+          .where({ workspace_id: workspaceId })
+          .where('id', '>', after)
+          .orderBy('id')
+          .limit(REINDEX_BATCH)
+          .select('id', 'workspace_id', 'title', 'categories', 'metadata');
+        if (rows.length === 0) return;
+        const products = rows.map((raw) => ({
+          id: raw.id as string,
+          workspace_id: raw.workspace_id as string,
+          categories: dialect.readJson<string[]>(raw.categories) ?? [],
+          metadata: dialect.readJson<Record<string, string>>(raw.metadata) ?? {},
+        }));
+        const ids = products.map((p) => p.id);
+        await replaceFilterRows(db, products);
+        await deleteByProduct(db, ['product_variant_options'], ids);
+        await writeVariantOptions(db, (await db('product_variants').whereIn('product_id', ids)).map(variantFromRow));
+        // One statement per batch: UPDATE … FROM (VALUES …) runs on both databases (columns column1, column2).
+        const keys = rows.map((raw) => [raw.id as string, titleKey(raw.title as string)]);
+        await db.raw(
+          `UPDATE products SET title_key = v.column2 FROM (VALUES ${keys.map(() => '(?, ?)').join(', ')}) AS v WHERE products.id = v.column1`,
+          keys.flat(),
+        );
+        after = ids[ids.length - 1]!;
+      }
     },
 
     /** Rows of these ids in the workspace, in no particular order (missing ids are left out). */

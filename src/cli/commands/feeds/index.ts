@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { feedsCreateCommand } from './create.js';
 import { feedsListCommand } from './list.js';
 import { feedsPreviewCommand } from './preview.js';
+import { feedsRebuildActivityCommand } from './rebuild-activity.js';
 
 /** `emk feeds <verb>`: saved product feeds (the feed API from the shell). */
 export function feedsCommand(): Command {
@@ -9,5 +10,6 @@ export function feedsCommand(): Command {
     .description('saved product feeds')
     .addCommand(feedsCreateCommand().exitOverride())
     .addCommand(feedsListCommand().exitOverride())
-    .addCommand(feedsPreviewCommand().exitOverride());
+    .addCommand(feedsPreviewCommand().exitOverride())
+    .addCommand(feedsRebuildActivityCommand().exitOverride());
 }

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import { postgresDialect } from './postgres.js';
+import { sqliteDialect } from './sqlite.js';
 
 /**
  * Everything that differs between SQLite and PostgreSQL lives behind this interface; the rest of the domain
@@ -20,12 +22,23 @@ export interface Dialect {
   /** Encodes a value for a JSON column (text on SQLite, jsonb on PostgreSQL). */
   writeJson(value: unknown): string;
   readJson<T = unknown>(value: unknown): T;
+  /** SQL for the text of a top-level field of a JSON column (null when absent); `field` is a trusted name. */
+  jsonText(column: string, field: string): string;
   readBoolean(value: unknown): boolean;
   /** Numeric and decimal columns come back as strings from pg. */
   readNumber(value: unknown): number;
   isUniqueViolation(error: unknown): boolean;
   /** Locks the selected rows until the transaction ends where the database has row locks. */
   forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
+  /** An ORDER BY expression comparing a text column byte by byte (SQLite's default; PostgreSQL: COLLATE "C"). */
+  bytewise(column: string): string;
+  /** Shares a lock on the selected rows (others may share it; forUpdate waits for them) where there are row locks. */
+  forShare<Q extends Knex.QueryBuilder>(query: Q): Q;
   /** Group commits that may run at once: one writer on SQLite, several connections on PostgreSQL. */
   readonly writeConcurrency: number;
+}
+
+/** The dialect of an open connection (for migrations, which receive only a knex). */
+export function dialectOf(knex: Knex): Dialect {
+  return knex.client.dialect === 'postgresql' ? postgresDialect('') : sqliteDialect('');
 }

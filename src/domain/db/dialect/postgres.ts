@@ -28,7 +28,10 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     readBoolean: (value) => value === true,
     readNumber: (value) => Number(value ?? 0),
     isUniqueViolation: (error) => (error as { code?: string } | null)?.code === '23505',
+    jsonText: (column, field) => `(${column} ->> '${field}')`,
     forUpdate: (query) => query.forUpdate() as typeof query,
+    bytewise: (column) => `${column} COLLATE "C"`,
+    forShare: (query) => query.forShare() as typeof query,
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
   };

@@ -112,8 +112,12 @@ export function sqliteDialect(filename: string): Dialect {
     readNumber: (value) => Number(value ?? 0),
     isUniqueViolation: (error) =>
       error instanceof Error && /SQLITE_CONSTRAINT/.test(error.message) && /UNIQUE|PRIMARY KEY/.test(error.message),
+    jsonText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
     // A single connection is the single writer: nothing else can change the row mid-transaction.
     forUpdate: (query) => query,
+    // BINARY, the default collation, compares UTF-8 bytes.
+    bytewise: (column) => column,
+    forShare: (query) => query,
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
   };

@@ -1,0 +1,203 @@
+import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { NotFoundError } from '../errors.js';
+import type { FeedRanker } from '../feeds/feed-service.js';
+import { productIdOfItem, productIdsOfEvent, productIdOfProperties } from '../products/product-id.js';
+import { MANUAL_PLATFORM } from '../products/product-service.js';
+import { DAY_MS, VIEW_EVENT } from './activity-delta.js';
+import { windowStartAt, type ProductActivity } from './product-activity.js';
+
+const CART_EVENT = 'added_to_cart';
+
+/** The most recent events of one kind a recipient ranking reads; older ones add nothing a block could show. */
+const RECENT_EVENTS = 1_000;
+
+/** Co-occurring products considered before filters: enough for any block once filters drop some. */
+const CO_OCCURRING = 500;
+
+type TotalsColumn = 'units_sold' | 'views' | 'score';
+
+const STORE_WIDE: Record<string, TotalsColumn> = {
+  best_selling: 'units_sold',
+  most_viewed: 'views',
+  best_selling_and_most_viewed: 'score',
+};
+
+type RankRequest = Parameters<FeedRanker>[0];
+
+/** Product keys with the time each was last seen, most recent first, each once. */
+function newestFirst(seen: Array<{ key: string; at: number }>): string[] {
+  const latest = new Map<string, number>();
+  for (const { key, at } of seen) latest.set(key, Math.max(at, latest.get(key) ?? -Infinity));
+  return [...latest].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([key]) => key);
+}
+
+/**
+ * The recommendation types of the spec's "Recommendation data requirements", over the feed's filtered
+ * products. Behaviour names products by the shop's id, joined to the catalog's `external_id` only (an id that
+ * matches nothing ranks nothing); products of manual import are never ranked. Store-wide types read the
+ * running totals; per-recipient types read the recipient's own recent events, orders and carts.
+ */
+export function createRanker(deps: { dialect: Dialect; activity: ProductActivity; now?: () => number }): FeedRanker {
+  const { dialect, activity } = deps;
+  const now = deps.now ?? Date.now;
+
+  const ranked = (request: RankRequest) =>
+    request.filtered().whereNot('p.platform', MANUAL_PLATFORM);
+
+  /** The filtered products among `keys`, in the order of `keys` (products sharing an id: newest first). */
+  async function inKeyOrder(request: RankRequest, keys: string[], limit: number): Promise<string[]> {
+    if (keys.length === 0 || limit <= 0) return [];
+    const position = new Map(keys.map((key, i) => [key, i]));
+    const rows: Array<{ id: string; external_id: string; created_at: unknown }> = await ranked(request)
+      .whereIn('p.external_id', keys)
+      .select('p.id', 'p.external_id', 'p.created_at');
+    return rows
+      .sort(
+        (a, b) =>
+          position.get(a.external_id)! - position.get(b.external_id)! ||
+          dialect.readNumber(b.created_at) - dialect.readNumber(a.created_at) ||
+          (a.id < b.id ? 1 : -1),
+      )
+      .slice(0, limit)
+      .map((row) => row.id);
+  }
+
+  /** best_selling, most_viewed, best_selling_and_most_viewed: the totals' index, walked from the top. */
+  async function storeWide(request: RankRequest, column: TotalsColumn): Promise<string[]> {
+    await activity.rollOver(request.workspaceId);
+    const rows: Array<{ id: string }> = await ranked(request)
+      .join('product_activity_totals as t', (join) => {
+        join.on('t.workspace_id', '=', 'p.workspace_id').andOn('t.product_key', '=', 'p.external_id');
+      })
+      .where(`t.${column}`, '>', 0)
+      .orderBy([
+        { column: `t.${column}`, order: 'desc' },
+        { column: 't.product_key', order: 'desc' },
+        { column: 'p.id', order: 'desc' },
+      ])
+      .limit(request.limit)
+      .select('p.id');
+    return rows.map((row) => row.id);
+  }
+
+  /** The recipient's events of one name within the look-back, newest first. */
+  async function recentEvents(request: RankRequest, contactId: string, eventName: string, since: number) {
+    const rows: Array<{ properties: unknown; created_at: unknown }> = await request
+      .db('events')
+      .where({ workspace_id: request.workspaceId, contact_id: contactId, event_name: eventName })
+      .where('created_at', '>=', since)
+      .orderBy('created_at', 'desc')
+      .limit(RECENT_EVENTS)
+      .select('properties', 'created_at');
+    return rows.map((row) => ({ properties: dialect.readJson<unknown>(row.properties), at: dialect.readNumber(row.created_at) }));
+  }
+
+  /** Products in the recipient's carts updated within the look-back. */
+  async function cartProducts(request: RankRequest, contactId: string, since: number) {
+    const rows: Array<{ items: unknown; updated_at: unknown }> = await request
+      .db('carts')
+      .where({ workspace_id: request.workspaceId, contact_id: contactId })
+      .where('updated_at', '>=', since)
+      .select('items', 'updated_at');
+    return rows.flatMap((row) => {
+      const items = dialect.readJson<unknown>(row.items);
+      const at = dialect.readNumber(row.updated_at);
+      return (Array.isArray(items) ? items : []).flatMap((item) => {
+        const key = productIdOfItem(item);
+        return key === null ? [] : [{ key, at }];
+      });
+    });
+  }
+
+  /** Products of the recipient's own orders (not cancelled) within the look-back. */
+  async function orderedProducts(request: RankRequest, contactId: string, since: number) {
+    const rows: Array<{ external_id: string; ordered_at: unknown }> = await request
+      .db('orders as o')
+      .join('order_items as oi', 'oi.order_id', 'o.id')
+      .where({ 'o.workspace_id': request.workspaceId, 'o.contact_id': contactId })
+      .where('o.ordered_at', '>=', since)
+      .whereNull('o.cancelled_at')
+      .whereNotNull('oi.external_id')
+      .select('oi.external_id', 'o.ordered_at');
+    return rows.map((row) => ({ key: row.external_id, at: dialect.readNumber(row.ordered_at) }));
+  }
+
+  /** Products bought together with `seeds` store-wide, most orders first (the seeds themselves left out). */
+  async function coOccurring(request: RankRequest, seeds: string[], startDay: number): Promise<string[]> {
+    const rows: Array<{ other_key: string }> = await request
+      .db('product_pairs_daily')
+      .where({ workspace_id: request.workspaceId })
+      .whereIn('product_key', seeds)
+      .where('day', '>=', startDay)
+      .whereNotIn('other_key', seeds)
+      .groupBy('other_key')
+      .orderByRaw('SUM(orders) DESC, other_key')
+      .havingRaw('SUM(orders) > 0')
+      .limit(CO_OCCURRING)
+      .select('other_key');
+    return rows.map((row) => row.other_key);
+  }
+
+  /** Filtered products sharing a category with the seeds: best sellers first, then newest. */
+  async function sameCategories(request: RankRequest, seeds: string[], exclude: string[], limit: number): Promise<string[]> {
+    if (limit <= 0) return [];
+    const { db, workspaceId } = request;
+    const categories = db('product_categories as sc')
+      .join('products as sp', 'sp.id', 'sc.product_id')
+      .where('sp.workspace_id', workspaceId)
+      .whereIn('sp.external_id', seeds)
+      .distinct('sc.category');
+    const rows: Array<{ id: string }> = await ranked(request)
+      .whereIn('p.id', db('product_categories').where({ workspace_id: workspaceId }).whereIn('category', categories).select('product_id'))
+      .whereNotIn('p.external_id', seeds)
+      .whereNotIn('p.id', exclude)
+      .leftJoin('product_activity_totals as t', (join) => {
+        join.on('t.workspace_id', '=', 'p.workspace_id').andOn('t.product_key', '=', 'p.external_id');
+      })
+      .orderByRaw('COALESCE(t.units_sold, 0) DESC, p.created_at DESC, p.id DESC')
+      .limit(limit)
+      .select('p.id');
+    return rows.map((row) => row.id);
+  }
+
+  async function mayAlsoLike(request: RankRequest, contactId: string, since: number): Promise<string[]> {
+    const seeds = newestFirst([...(await orderedProducts(request, contactId, since)), ...(await cartProducts(request, contactId, since))]);
+    if (seeds.length === 0) return [];
+    const startDay = await activity.rollOver(request.workspaceId);
+    const together = await inKeyOrder(request, await coOccurring(request, seeds, startDay), request.limit);
+    return [...together, ...(await sameCategories(request, seeds, together, request.limit - together.length))];
+  }
+
+  return async (request) => {
+    const type = request.feed.recommendation_type;
+    const column = STORE_WIDE[type];
+    if (column) return storeWide(request, column);
+
+    const personal = type === 'recently_viewed' || type === 'added_to_cart' || type === 'may_also_like';
+    // Without a recipient, the per-recipient types use the plain ordering (CONTRACT §3).
+    if (!personal || request.contactId === undefined) return null;
+    const contact = await request.db('contacts').where({ workspace_id: request.workspaceId, id: request.contactId }).first('id');
+    if (!contact) throw new NotFoundError('contact not found');
+    // The recipient's own history, over the same look-back days as the store-wide aggregates.
+    const since = windowStartAt(now()) * DAY_MS;
+
+    if (type === 'recently_viewed') {
+      const views = await recentEvents(request, request.contactId, VIEW_EVENT, since);
+      const keys = newestFirst(views.flatMap(({ properties, at }) => {
+        const key = productIdOfProperties(properties);
+        return key === null ? [] : [{ key, at }];
+      }));
+      return inKeyOrder(request, keys, request.limit);
+    }
+    if (type === 'added_to_cart') {
+      const added = await recentEvents(request, request.contactId, CART_EVENT, since);
+      const keys = newestFirst([
+        ...added.flatMap(({ properties, at }) => productIdsOfEvent(properties).map((key) => ({ key, at }))),
+        ...(await cartProducts(request, request.contactId, since)),
+      ]);
+      return inKeyOrder(request, keys, request.limit);
+    }
+    return mayAlsoLike(request, request.contactId, since);
+  };
+}
