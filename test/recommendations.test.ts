@@ -352,6 +352,27 @@ describeEachDatabase('recommendations', (h) => {
     expect(await knex('product_activity_daily').where({ workspace_id: ws.id }).count({ n: '*' })).toEqual([{ n: 1 }]);
   });
 
+  it('concurrent orders during a roll-over: the totals still equal a rebuild (no count lost or doubled)', async () => {
+    const ws = await shop();
+    await order(ws, 'seed@example.com', [{ external_id: 'cap', quantity: 1 }], { ordered_at: daysAgo(85) });
+    const { knex, dialect, writeTransaction } = h().services.db;
+    const later = createProductActivity({ knex, writeTransaction, store: createProductActivityStore(dialect), now: () => Date.now() + 10 * DAY });
+    const keys = ['tee', 'shirt', 'jeans', 'shorts', 'cap'];
+    const writes = Array.from({ length: 24 }, (_, i) =>
+      order(ws, `c${i}@example.com`, [{ external_id: keys[i % 5], quantity: 1 + (i % 3) }, { external_id: keys[(i + 1) % 5] }], { ordered_at: daysAgo(i % 4) }),
+    );
+    await Promise.all([...writes, later.rollOver(ws.id)]);
+    const totals = async () =>
+      (await knex('product_activity_totals').where({ workspace_id: ws.id }).whereRaw('NOT (units_sold = 0 AND views = 0)').orderBy('product_key')).map(
+        (t) => [t.product_key, Number(t.units_sold), Number(t.views), Number(t.score)],
+      );
+    const kept = await totals();
+    await later.rebuild(ws.id);
+    expect(await totals()).toEqual(kept);
+    // The 85-day-old cap left the window of ten days later; the 24 new orders all count.
+    expect(kept.reduce((sum, t) => sum + (t[1] as number), 0)).toBe(24 + Array.from({ length: 24 }, (_, i) => 1 + (i % 3)).reduce((a, b) => a + b, 0));
+  });
+
   it('rebuild from raw data equals the aggregates kept on write, after a mix of writes', async () => {
     const ws = await shop();
     await contact(ws, 'v@example.com');
