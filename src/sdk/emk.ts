@@ -171,7 +171,8 @@
       .catch(() => [0, 0])
       .then(([status, retryAfter]) => {
         inFlight = null;
-        if (status! >= 200 && status! < 300) jobs.shift();
+        // Cut off by the page going away: the keepalive request carries on without us; no second copy.
+        if (status! >= 200 && status! < 300 || (status === 0 && leaving)) jobs.shift();
         else if (status !== 0 && status !== 429 && status! < 502) give(job, 'answered ' + status);
         else if (job.tries >= MAX_TRIES) give(job, 'gave up after ' + job.tries + ' tries');
         else {
@@ -204,7 +205,14 @@
     }
     pump();
   }
-  addEventListener('pagehide', flush);
+  let leaving = false;
+  addEventListener('pagehide', () => {
+    leaving = true;
+    flush();
+  });
+  addEventListener('pageshow', () => {
+    leaving = false;
+  });
   addEventListener('visibilitychange', () => {
     if (d.visibilityState === 'hidden') flush();
   });
