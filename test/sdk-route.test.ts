@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { gunzipSync } from 'node:zlib';
+import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../src/server/app.js';
 import { DrainGate } from '../src/server/plugins/drain.js';
 import { builtScriptPath, sdkRoutes } from '../src/server/routes/sdk/sdk-routes.js';
-import Fastify from 'fastify';
 import { describeEachDatabase } from './helpers/harness.js';
 
 const ORIGIN = 'http://shop.example';
@@ -26,7 +26,8 @@ describeEachDatabase('GET /emk.js', (h) => {
   });
 
   it('plain bytes without Accept-Encoding, or with gzip;q=0; the same bytes for any site id', async () => {
-    for (const headers of [{}, { 'accept-encoding': 'gzip;q=0, identity' }, { 'accept-encoding': 'br' }]) {
+    const variants: Array<Record<string, string>> = [{}, { 'accept-encoding': 'gzip;q=0, identity' }, { 'accept-encoding': 'br' }];
+    for (const headers of variants) {
       const res = await get(headers);
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-encoding']).toBeUndefined();
