@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
@@ -300,6 +301,46 @@ describeEachDatabase('Browser SDK (emk.js) in Chromium', (h) => {
     await call("emk('track', 'viewed_product')");
     await waitForPosts(4);
     expect(posts().map((s) => s.body.identity_token)).toEqual([token, token, token, token]);
+  });
+
+  it("properties may be given as the spec writes them, {properties: {...}}, or directly", async () => {
+    const email = uniqueEmail('wrapped');
+    await open(shopPage('/wrapped'));
+    await call(`emk('identify', ${JSON.stringify(email)}, {properties: {first_name: 'Wren'}})`);
+    await call("emk('track', 'viewed_product', {properties: {product_id: 'p1'}}); emk('track', 'viewed_product', {product_id: 'p2'})");
+    await waitForPosts(4);
+    expect(posts('identify')[0]!.body.properties).toEqual({ first_name: 'Wren' });
+    expect(posts('event').slice(1).map((s) => s.body.properties)).toEqual([{ product_id: 'p1' }, { product_id: 'p2' }]);
+    expect((await contactOf(email)).properties).toMatchObject({ first_name: 'Wren' });
+  });
+
+  it('the example shop page in fixtures/ works as its comments say', async () => {
+    const html = readFileSync(new URL('../fixtures/shop.html', import.meta.url), 'utf8')
+      .replaceAll('https://emk.example.com', emk)
+      .replaceAll('YOUR_SITE_ID', ws.siteId);
+    const customer = uniqueEmail('fixture');
+    await open(shop.page('/mug', html.replace('ann@example.com', customer)));
+    await waitForPosts(3);
+    await page.click('#add-to-cart');
+    await page.click('button[type=submit]');
+    await waitForPosts(6);
+    expect(posts().map((s) => `${s.path.slice(9)} ${s.body.event_name ?? s.body.email}`)).toEqual([
+      `identify ${customer}`,
+      'event viewed_product',
+      'event active_on_site',
+      'event added_to_cart',
+      'identify ann.lee@example.com',
+      'event form_submitted',
+    ]);
+    for (const post of posts('event')) {
+      expect(post.body.source).toBe('example-shop');
+      expect((post.body.properties as Record<string, unknown>)._shop).toBe('shop.example.com');
+    }
+    const owned = await events(`?contact_id=${(await contactOf(customer)).id}`);
+    expect(owned.map((e) => e.event_name).sort()).toEqual(['active_on_site', 'added_to_cart', 'viewed_product']);
+    const subscriber = await contactOf('ann.lee@example.com');
+    expect(subscriber.properties).toMatchObject({ first_name: 'Ann' });
+    expect((await events(`?contact_id=${subscriber.id}`)).map((e) => e.event_name)).toEqual(['form_submitted']);
   });
 
   // ---------------------------------------------------------------- robustness

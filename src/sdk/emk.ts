@@ -55,8 +55,14 @@
   };
   const isText = (v: unknown, max: number): v is string => typeof v === 'string' && v.length > 0 && v.length <= max;
   const isEmail = (v: unknown): v is string => isText(v, 254) && /^[^\s@]+@[^\s@]+$/.test(v);
-  const isProps = (v: unknown): v is Record<string, unknown> | undefined =>
-    v === undefined || (typeof v === 'object' && v !== null && !Array.isArray(v));
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+  /** The properties themselves, or (as the spec writes the calls) wrapped: `{properties: {...}}`. */
+  const propsOf = (v: unknown): Record<string, unknown> | undefined | false => {
+    if (v === undefined) return undefined;
+    if (!isObject(v)) return false;
+    const keys = Object.keys(v);
+    return keys.length === 1 && keys[0] === 'properties' && isObject(v.properties) ? v.properties : v;
+  };
   const same = (a: string | null, b: string) => a !== null && a.trim().toLowerCase() === b.trim().toLowerCase();
 
   if (w.emk && w.emk.loaded) return;
@@ -220,9 +226,10 @@
   // ------------------------------------------------------------------ calls
 
   function track(name: unknown, properties?: unknown): void {
+    const given = propsOf(properties);
     if (!isText(name, 255)) return warn('track needs an event name');
-    if (!isProps(properties)) return warn('track properties must be an object');
-    const props: Record<string, unknown> = Object.assign({}, properties);
+    if (given === false) return warn('track properties must be an object');
+    const props: Record<string, unknown> = Object.assign({}, given);
     if (shop) props._shop = shop;
     const body: Record<string, unknown> = { event_name: name, properties: props };
     if (source) body.source = source;
@@ -231,12 +238,13 @@
   }
 
   function identify(address: unknown, properties?: unknown): void {
+    const given = propsOf(properties);
     if (!isEmail(address)) return warn('identify needs an email address');
-    if (!isProps(properties)) return warn('identify properties must be an object');
+    if (given === false) return warn('identify properties must be an object');
     stored(address);
     email = address;
     const body: Record<string, unknown> = { email: address };
-    if (properties) body.properties = properties;
+    if (given) body.properties = given;
     // Not identified after all (refused or unreachable): the next setCustomer tries again.
     send('/collect/identify', body, () => {
       if (email === address) email = stored(null);
@@ -258,7 +266,7 @@
       start();
     },
     config(options) {
-      if (!options || typeof options !== 'object') return warn('config needs an object');
+      if (!isObject(options)) return warn('config needs an object');
       const { platform, shop: domain } = options as { platform?: unknown; shop?: unknown };
       if (platform !== undefined) isText(platform, 255) ? (source = platform) : warn('config platform must be text');
       if (domain !== undefined) isText(domain, 255) ? (shop = domain) : warn('config shop must be text');
