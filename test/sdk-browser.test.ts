@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
+import type { EventRecord } from '../src/domain/events/event.schema.js';
 import { eventually, launchChromium, startShop, type ShopServer } from './helpers/browser.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 
@@ -21,13 +22,6 @@ interface Seen {
   contentType: string | undefined;
   body: Record<string, unknown>;
   at: number;
-}
-interface EventRecord {
-  id: string;
-  contact_id: string | null;
-  event_name: string;
-  properties: Record<string, unknown>;
-  source: string | null;
 }
 
 let browser: Browser;

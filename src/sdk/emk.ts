@@ -111,6 +111,8 @@
   let email = stored();
   let replaying = true;
   let started = false;
+  /** Between pagehide and pageshow (the page is being left, or kept in the back-forward cache). */
+  let leaving = false;
 
   const scripts: Array<HTMLScriptElement | null> = [d.currentScript as HTMLScriptElement | null];
   const all = d.getElementsByTagName('script');
@@ -167,7 +169,7 @@
       .then((res) => [res.status, Number(res.headers.get('retry-after'))]);
   }
 
-  /** One request at a time, in call order; 429, 5xx from a proxy or a drain, and network failures back off. */
+  /** One request at a time, in call order; 429, 502-504 (a proxy, a drain) and network failures back off. */
   function pump(): void {
     const job = jobs[0];
     if (!job || !site || !base || inFlight || timer !== undefined) return;
@@ -179,7 +181,7 @@
         inFlight = null;
         // Cut off by the page going away: the keepalive request carries on without us; no second copy.
         if (status! >= 200 && status! < 300 || (status === 0 && leaving)) jobs.shift();
-        else if (status !== 0 && status !== 429 && status! < 502) give(job, 'answered ' + status);
+        else if (status !== 0 && status !== 429 && (status! < 502 || status! > 504)) give(job, 'answered ' + status);
         else if (job.tries >= MAX_TRIES) give(job, 'gave up after ' + job.tries + ' tries');
         else {
           const backoff = Math.min(MAX_DELAY_MS, Math.max((retryAfter || 0) * 1000, 500 * 2 ** job.tries));
@@ -211,7 +213,6 @@
     }
     pump();
   }
-  let leaving = false;
   addEventListener('pagehide', () => {
     leaving = true;
     flush();
@@ -255,7 +256,6 @@
     if (replaying || started || !site) return;
     started = true;
     track('active_on_site', { url: location.href, title: d.title, referrer: d.referrer });
-    pump();
   }
 
   const calls: Record<string, (a?: unknown, b?: unknown) => void> = {
