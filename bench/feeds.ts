@@ -282,7 +282,11 @@ async function generate(databaseUrl: string, workspaceId: string, sizes: StoreSi
       log(`feeds on ${label}: ${generator.table} generated in ${seconds(started)} s`);
     }
     const started = performance.now();
-    for (const index of indexes) await db.knex.raw(index.sql);
+    await db.writeTransaction(async (trx) => {
+      // PostgreSQL sorts an index's entries in memory up to this much, else in temporary files.
+      if (postgres) await trx.raw(`SET LOCAL maintenance_work_mem = '1GB'`);
+      for (const index of indexes) await trx.raw(index.sql);
+    });
     // PostgreSQL's autovacuum would analyse the new rows within a minute; done now so every row sees the same plans.
     if (postgres) await db.knex.raw('ANALYZE');
     log(`feeds on ${label}: ${indexes.length} indexes built in ${seconds(started)} s`);
