@@ -100,7 +100,10 @@ for (const dialect of DIALECTS) {
     });
 
     it.skipIf(spawnSync('script', ['--version']).status !== 0)('init at a terminal prompts for what is missing', async () => {
-      const result = await runEmkInTerminal(['init', '--db', database.url], ['Prompted Shop\r', 'prompted.example\r']);
+      const result = await runEmkInTerminal(['init', '--db', database.url], [
+        ['Workspace name', 'Prompted Shop\r'],
+        ["Shop's domain", 'prompted.example\r'],
+      ]);
       expect(result.code).toBe(0);
       expect(result.stdout).toMatch(/api key\s+emk_/);
       const db = openDatabase(database.url);

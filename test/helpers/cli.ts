@@ -24,22 +24,36 @@ export function runEmk(args: string[], env: Record<string, string> = {}): Promis
   });
 }
 
-/** Runs `emk` under a pseudo-terminal (util-linux `script`), typing `keystrokes` one entry at a time. */
-export function runEmkInTerminal(args: string[], keystrokes: string[]): Promise<CliResult> {
+/** Runs `emk` under a pseudo-terminal (util-linux `script`), answering each prompt as it appears. */
+export function runEmkInTerminal(args: string[], answers: Array<[prompt: string, keys: string]>): Promise<CliResult> {
   return new Promise((done) => {
     const command = [process.execPath, EMK_BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, TERM: 'xterm', COLUMNS: '100' } });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    let i = 0;
-    const typeNext = () => {
-      if (i >= keystrokes.length) return;
-      child.stdin.write(keystrokes[i++]!);
-      setTimeout(typeNext, 700);
+    // Each answer is typed once its prompt is on screen (line breaks and colour codes removed), however slow
+    // the machine: keys typed before the prompt listens would be lost.
+    let next = 0;
+    let seen = 0;
+    const answerShownPrompt = () => {
+      const screen = stdout.replace(/[\r\n]/g, '').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '');
+      const prompt = answers[next]?.[0];
+      if (prompt === undefined) return;
+      const at = screen.indexOf(prompt, seen);
+      if (at < 0) return;
+      seen = at + prompt.length;
+      // A moment for the prompt to start reading keys after drawing itself.
+      const keys = answers[next++]![1];
+      setTimeout(() => {
+        child.stdin.write(keys);
+        answerShownPrompt();
+      }, 200);
     };
-    setTimeout(typeNext, 1500);
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      answerShownPrompt();
+    });
+    child.stderr.on('data', (d) => (stderr += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
     child.on('close', (code) => {
       clearTimeout(timer);
