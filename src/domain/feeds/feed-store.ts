@@ -146,9 +146,11 @@ export function createFeedStore(dialect: Dialect) {
     if (categories.length > 0) query.whereIn('p.id', withCategories(db, workspaceId, categories, feed.categories_op));
     const excluded = [...new Set(feed.exclude_categories)];
     if (excluded.length > 0) {
-      // Left out when it has any / all of them: a correlated check per candidate on the (product_id, category) key.
-      const held = db.select(db.raw('1')).from('product_categories as c').where('c.product_id', db.ref('p.id')).whereIn('c.category', excluded);
-      if (feed.exclude_categories_op === 'all') held.groupBy('c.product_id').havingRaw('COUNT(*) = ?', [excluded.length]);
+      // Left out when it has any / all of them: NOT EXISTS, which both databases run as an anti-join.
+      const held = db
+        .select(db.raw('1'))
+        .from(withCategories(db, workspaceId, excluded, feed.exclude_categories_op).as('x'))
+        .where('x.product_id', db.ref('p.id'));
       query.whereNotExists(held);
     }
     for (const condition of feed.metadata) whereMetadata(db, query, workspaceId, condition);
