@@ -171,6 +171,24 @@ describeEachDatabase('Collect API', (h) => {
     expect(list.data.map((e) => e.properties.url).sort()).toEqual(['/a', '/b']);
   });
 
+  it('an anonymous visitor carrying an identity token (_ir_id) is that token’s contact; a bad token is ignored', async () => {
+    const ws = await h().workspace();
+    const { contact_id } = (await identify({ site_id: ws.siteId, email: uniqueEmail('tok') })).json();
+    const token = await h().services.identityTokens.mint(ws.id, { contactId: contact_id, campaignId: 'c-1' });
+    for (const field of ['identity_token', '_ir_id', '_emk']) {
+      const res = await collect({ site_id: ws.siteId, event_name: 'active_on_site', anonymous_id: 'a-tok', [field]: token, properties: { via: field } });
+      expect(res.json()).toEqual({ success: true });
+    }
+    expect((await events(ws, `?contact_id=${contact_id}`)).data.map((e) => e.properties.via).sort()).toEqual(['_emk', '_ir_id', 'identity_token']);
+    // Tampered, or minted by another workspace: the event stays anonymous.
+    const other = await h().workspace();
+    const foreign = await h().services.identityTokens.mint(other.id, { contactId: contact_id });
+    await collect({ site_id: ws.siteId, event_name: 'active_on_site', anonymous_id: 'a-tok', identity_token: `${token}x`, properties: { via: 'bad' } });
+    await collect({ site_id: ws.siteId, event_name: 'active_on_site', anonymous_id: 'a-tok', identity_token: foreign, properties: { via: 'foreign' } });
+    const anonymous = (await events(ws)).data.filter((e) => e.contact_id === null).map((e) => e.properties.via).sort();
+    expect(anonymous).toEqual(['bad', 'foreign']);
+  });
+
   it('contact_id wins over email when both are sent', async () => {
     const ws = await h().workspace();
     const { contact_id } = (await identify({ site_id: ws.siteId, email: uniqueEmail('owner') })).json();

@@ -84,6 +84,7 @@ export function createServices(db: Database) {
     outbox,
     applyShippingEvents: shipments.applyShippingEvents,
     activity: productActivity,
+    identityTokens,
   });
   const productStore = createProductStore(dialect);
   const products = createProductService({

@@ -15,6 +15,8 @@ import {
   type EventRecord,
 } from './event.schema.js';
 import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
+import { identityTokenOf } from '../identity-tokens/identity-token.schema.js';
+import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
 import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { createEventBatches } from './event-batch.js';
@@ -59,8 +61,9 @@ export function createEventService(deps: {
   applyShippingEvents: ApplyShippingEvents;
   /** Product views feed the recommendation aggregates, in the same transaction. */
   activity: ProductActivity;
+  identityTokens: IdentityTokenService;
 }) {
-  const { knex, writer, events, contacts, outbox, applyShippingEvents, activity } = deps;
+  const { knex, writer, events, contacts, outbox, applyShippingEvents, activity, identityTokens } = deps;
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace. */
   async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[]) {
@@ -190,9 +193,13 @@ export function createEventService(deps: {
     /** POST /collect/event: attach by contact_id, else email (created if unseen), else anonymous_id. */
     async collect(workspaceId: string, body: unknown): Promise<EventRecord> {
       const input = parseInput(collectEventSchema, body);
+      // A visitor who arrived from a sent message (the SDK sends its `_ir_id` cookie) is that message's contact.
+      const token = input.contact_id || input.email ? null : identityTokenOf(body as Record<string, unknown>);
+      const claims = token === null ? null : await identityTokens.resolve(workspaceId, token);
       let owner: EventOwner;
       if (input.contact_id) owner = { contactId: input.contact_id };
       else if (input.email) owner = { email: input.email, ...(input.anonymous_id ? { anonymousId: input.anonymous_id } : {}) };
+      else if (claims) owner = { contactId: claims.contactId };
       else if (input.anonymous_id) owner = { anonymousId: input.anonymous_id };
       else throw new ValidationError('invalid request: one of email, contact_id or anonymous_id is required');
       return record({

@@ -20,3 +20,9 @@ export interface IdentityClaims {
   campaignId: string | null;
   flowId: string | null;
 }
+
+/** The identity token a payload carries: `identity_token`, or its synonyms `_ir_id` and `_emk` (the spec). */
+export function identityTokenOf(body: Record<string, unknown>): string | null {
+  const token = [body.identity_token, body._ir_id, body._emk].find((v) => typeof v === 'string' && v.length > 0 && v.length <= 1000);
+  return (token as string | undefined) ?? null;
+}

@@ -1,3 +1,4 @@
+import { identityTokenOf } from '../identity-tokens/identity-token.schema.js';
 import { parseTimestamp } from '../shared/time.js';
 import { emailSchema } from '../shared/validate.js';
 import { orderItemSchema, toOrderItem, type OrderItem } from '../orders/order.schema.js';
@@ -149,12 +150,11 @@ export function parseDelivery(rawBody: string): ParsedDelivery | WebhookReply {
     : event.category === 'cart' ? event.cart.externalId
     : null;
   const email = emailSchema.safeParse(body.email);
-  const token = [body.identity_token, body._ir_id, body._emk].find((v) => typeof v === 'string' && v.length > 0 && v.length <= 1000);
   return {
     event,
     dedupeKey: idText(body.external_id) ?? idText(body.id) ?? fallbackKey,
     email: email.success ? email.data : null,
-    identityToken: (token as string | undefined) ?? null,
+    identityToken: identityTokenOf(body),
     body,
   };
 }
