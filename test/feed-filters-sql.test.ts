@@ -188,4 +188,10 @@ describeEachDatabase('feed filters in SQL', (h) => {
     await service.productsFor(ws, newest.id);
     expect(calls).toHaveLength(2);
   });
+
+  it('PostgreSQL connections run without JIT compilation (it slowed feed counts)', async (context) => {
+    if (h().dialect !== 'postgres') context.skip();
+    const { rows } = await h().services.db.knex.raw('SHOW jit');
+    expect(rows[0].jit).toBe('off');
+  });
 });
