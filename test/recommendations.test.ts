@@ -126,6 +126,14 @@ describeEachDatabase('recommendations', (h) => {
     expect(await rank(ws, 'best_selling', {}, '?limit=3')).toEqual(['jeans', 'tee', 'shirt']);
   });
 
+  it('a product ranked below the first candidates is still found when the filters drop all of those', async () => {
+    const ws = await shop();
+    const unknown = Array.from({ length: 60 }, (_, i) => ({ external_id: `gone-${i}`, quantity: 5 }));
+    await order(ws, 'a@example.com', [...unknown, { external_id: 'cap', quantity: 1 }, { external_id: 'tee', quantity: 2 }]);
+    expect(await rank(ws, 'best_selling')).toEqual(['tee', 'cap']);
+    expect(await rank(ws, 'best_selling', { categories: ['Hats'] })).toEqual(['cap']);
+  });
+
   it('a cancelled order stops counting; replaced items count once (re-sync never double counts)', async () => {
     const ws = await shop();
     const id = await order(ws, 'a@example.com', [{ external_id: 'jeans', quantity: 5 }]);

@@ -12,6 +12,9 @@ const CART_EVENT = 'added_to_cart';
 /** The most recent events of one kind a recipient ranking reads; older ones add nothing a block could show. */
 const RECENT_EVENTS = 1_000;
 
+/** Store-wide: the top keys tried first, before a full join (see storeWide). */
+const TOP_CANDIDATES = 50;
+
 /** Co-occurring products considered before filters: enough for any block once filters drop some. */
 const CO_OCCURRING = 500;
 
@@ -63,19 +66,34 @@ export function createRanker(deps: { dialect: Dialect; activity: ProductActivity
       .map((row) => row.id);
   }
 
-  /** best_selling, most_viewed, best_selling_and_most_viewed: the totals' index, walked from the top. */
+  /**
+   * best_selling, most_viewed, best_selling_and_most_viewed. First the top of the totals' index alone (a few
+   * dozen keys, then the feed's filters over just those products): the usual answer, in a few milliseconds
+   * whatever the planner thinks. When filters leave too few of them, one query joins the totals to every
+   * filtered product and lets the database choose.
+   */
   async function storeWide(request: RankRequest, column: TotalsColumn): Promise<string[]> {
     await activity.rollOver(request.workspaceId);
+    const order = [
+      { column: `t.${column}`, order: 'desc' as const },
+      { column: 't.product_key', order: 'desc' as const },
+    ];
+    const candidates = Math.max(TOP_CANDIDATES, request.limit * 5);
+    const top: string[] = await request
+      .db('product_activity_totals as t')
+      .where({ 't.workspace_id': request.workspaceId })
+      .where(`t.${column}`, '>', 0)
+      .orderBy(order)
+      .limit(candidates)
+      .pluck('t.product_key');
+    const fromTop = await inKeyOrder(request, top, request.limit);
+    if (fromTop.length === request.limit || top.length < candidates) return fromTop;
     const rows: Array<{ id: string }> = await ranked(request)
       .join('product_activity_totals as t', (join) => {
         join.on('t.workspace_id', '=', 'p.workspace_id').andOn('t.product_key', '=', 'p.external_id');
       })
       .where(`t.${column}`, '>', 0)
-      .orderBy([
-        { column: `t.${column}`, order: 'desc' },
-        { column: 't.product_key', order: 'desc' },
-        { column: 'p.id', order: 'desc' },
-      ])
+      .orderBy([...order, { column: 'p.created_at', order: 'desc' }, { column: 'p.id', order: 'desc' }])
       .limit(request.limit)
       .select('p.id');
     return rows.map((row) => row.id);
