@@ -271,7 +271,9 @@ export function createProductStore(dialect: Dialect) {
     async findByIds(db: Db, workspaceId: string, ids: string[]): Promise<ProductRow[]> {
       const rows: ProductRow[] = [];
       for (const part of chunk([...new Set(ids)], IDS_PER_QUERY)) {
-        rows.push(...(await db('products').where({ workspace_id: workspaceId }).whereIn('id', part)).map(fromRow));
+        // By primary key alone: SQLite without statistics would walk the workspace's index instead.
+        const found = await db('products').whereIn('id', part);
+        rows.push(...found.filter((row) => row.workspace_id === workspaceId).map(fromRow));
       }
       return rows;
     },

@@ -141,13 +141,16 @@ export function createRanker(deps: { dialect: Dialect; activity: ProductActivity
     return rows.map((row) => ({ key: row.external_id, at: dialect.readNumber(row.ordered_at) }));
   }
 
-  /** Products bought together with `seeds` store-wide, most orders first (the seeds themselves left out). */
-  async function coOccurring(request: RankRequest, seeds: string[], startDay: number): Promise<string[]> {
+  /**
+   * Products bought together with `seeds` store-wide, most orders first (the seeds themselves left out). Read
+   * after the roll-over, the table holds only days of the window: no day bound, so the primary key's
+   * (workspace_id, product_key) prefix serves the lookup (SQLite without statistics would pick the day index).
+   */
+  async function coOccurring(request: RankRequest, seeds: string[]): Promise<string[]> {
     const rows: Array<{ other_key: string }> = await request
       .db('product_pairs_daily')
       .where({ workspace_id: request.workspaceId })
       .whereIn('product_key', seeds)
-      .where('day', '>=', startDay)
       .whereNotIn('other_key', seeds)
       .groupBy('other_key')
       .orderByRaw('SUM(orders) DESC, other_key')
@@ -182,8 +185,8 @@ export function createRanker(deps: { dialect: Dialect; activity: ProductActivity
   async function mayAlsoLike(request: RankRequest, contactId: string, since: number): Promise<string[]> {
     const seeds = newestFirst([...(await orderedProducts(request, contactId, since)), ...(await cartProducts(request, contactId, since))]);
     if (seeds.length === 0) return [];
-    const startDay = await activity.rollOver(request.workspaceId);
-    const together = await inKeyOrder(request, await coOccurring(request, seeds, startDay), request.limit);
+    await activity.rollOver(request.workspaceId);
+    const together = await inKeyOrder(request, await coOccurring(request, seeds), request.limit);
     return [...together, ...(await sameCategories(request, seeds, together, request.limit - together.length))];
   }
 
