@@ -15,6 +15,7 @@ import * as indexDedupeKeysByWorkspace from './202611211202_index_dedupe_keys_by
 import * as createProductFeeds from './202611211300_create_product_feeds.js';
 import * as indexProductFilters from './202611211400_index_product_filters.js';
 import * as createProductActivity from './202611211401_create_product_activity.js';
+import * as createProductPairTotals from './202611211402_create_product_pair_totals.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -42,4 +43,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211300_create_product_feeds', createProductFeeds],
   ['202611211400_index_product_filters', indexProductFilters],
   ['202611211401_create_product_activity', createProductActivity],
+  ['202611211402_create_product_pair_totals', createProductPairTotals],
 ];

@@ -357,6 +357,7 @@ describeEachDatabase('recommendations', (h) => {
     const totals = await knex('product_activity_totals').where({ workspace_id: ws.id }).orderBy('product_key');
     expect(totals.map((t) => [t.product_key, Number(t.units_sold)])).toEqual([['tee', 1]]);
     expect(await knex('product_pairs_daily').where({ workspace_id: ws.id })).toEqual([]);
+    expect(await knex('product_pair_totals').where({ workspace_id: ws.id })).toEqual([]);
     expect(await knex('product_activity_daily').where({ workspace_id: ws.id }).count({ n: '*' })).toEqual([{ n: 1 }]);
   });
 
@@ -412,9 +413,16 @@ describeEachDatabase('recommendations', (h) => {
           await knex('product_activity_totals').where({ workspace_id: ws.id }).whereRaw('NOT (units_sold = 0 AND views = 0)').orderBy('product_key'),
         ),
         pairs: normalise(await knex('product_pairs_daily').where({ workspace_id: ws.id }).whereNot({ orders: 0 }).orderBy(['product_key', 'other_key', 'day'])),
+        pairTotals: normalise(await knex('product_pair_totals').where({ workspace_id: ws.id }).whereNot({ orders: 0 }).orderBy(['product_key', 'other_key'])),
       };
     };
     const kept = await snapshot();
+    expect(kept.pairTotals.map((p) => [p.product_key, p.other_key, p.orders])).toEqual([
+      ['cap', 'jeans', 1],
+      ['jeans', 'cap', 1],
+      ['shirt', 'tee', 1],
+      ['tee', 'shirt', 1],
+    ]);
     expect(kept.totals.map((t) => [t.product_key, t.units_sold, t.views])).toEqual([
       ['cap', 1, 1],
       ['jeans', 1, 0],

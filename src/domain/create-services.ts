@@ -39,10 +39,11 @@ export function createServices(db: Database) {
     contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
   });
   const eventStore = createEventStore(dialect);
+  const productActivityStore = createProductActivityStore(dialect);
   const productActivity = createProductActivity({
     knex,
     writeTransaction: db.writeTransaction,
-    store: createProductActivityStore(dialect),
+    store: productActivityStore,
   });
   const outbox = createTriggerOutbox(dialect);
   const apiKeys = createApiKeyService({ knex });
@@ -97,7 +98,7 @@ export function createServices(db: Database) {
     writeTransaction: db.writeTransaction,
     feeds: createFeedStore(dialect),
     products: productStore,
-    ranker: createRanker({ dialect, activity: productActivity }),
+    ranker: createRanker({ dialect, activity: productActivity, activityStore: productActivityStore }),
   });
   const orders = createOrderService({
     knex,

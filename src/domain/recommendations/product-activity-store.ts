@@ -120,6 +120,34 @@ export function createProductActivityStore(dialect: Dialect) {
         ['orders'],
         sorted.map((r) => ({ workspace_id: workspaceId, ...r })),
       );
+      const totals = new Map<string, { workspace_id: string; product_key: string; other_key: string; orders: number }>();
+      for (const r of sorted) {
+        const id = `${r.product_key}\u0000${r.other_key}`;
+        const total = totals.get(id) ?? { workspace_id: workspaceId, product_key: r.product_key, other_key: r.other_key, orders: 0 };
+        total.orders += r.orders;
+        totals.set(id, total);
+      }
+      await addRows(
+        trx,
+        'product_pair_totals',
+        ['workspace_id', 'product_key', 'other_key'],
+        ['orders'],
+        [...totals.values()].filter((t) => t.orders !== 0),
+      );
+    },
+
+    /** The products most often bought with `productKey` over the window, most orders first. */
+    async partnersOf(db: Db, workspaceId: string, productKey: string, limit: number): Promise<Array<{ key: string; orders: number }>> {
+      const rows: Array<{ other_key: string; orders: unknown }> = await db('product_pair_totals')
+        .where({ workspace_id: workspaceId, product_key: productKey })
+        .where('orders', '>', 0)
+        .orderBy([
+          { column: 'orders', order: 'desc' },
+          { column: 'other_key', order: 'asc' },
+        ])
+        .limit(limit)
+        .select('other_key', 'orders');
+      return rows.map((row) => ({ key: row.other_key, orders: dialect.readNumber(row.orders) }));
     },
 
     /** Takes the days before `startDay` out of the totals and drops their daily rows (the window holds its lock). */
@@ -134,6 +162,15 @@ export function createProductActivityStore(dialect: Dialect) {
          WHERE product_activity_totals.workspace_id = ? AND product_activity_totals.product_key = expired.product_key`,
         [workspaceId, startDay, workspaceId],
       );
+      await trx.raw(
+        `UPDATE product_pair_totals SET orders = product_pair_totals.orders - expired.orders
+         FROM (SELECT product_key, other_key, SUM(orders) AS orders
+               FROM product_pairs_daily WHERE workspace_id = ? AND day < ? GROUP BY product_key, other_key) AS expired
+         WHERE product_pair_totals.workspace_id = ? AND product_pair_totals.product_key = expired.product_key
+           AND product_pair_totals.other_key = expired.other_key`,
+        [workspaceId, startDay, workspaceId],
+      );
+      await trx('product_pair_totals').where({ workspace_id: workspaceId, orders: 0 }).delete();
       await trx('product_activity_daily').where({ workspace_id: workspaceId }).where('day', '<', startDay).delete();
       await trx('product_pairs_daily').where({ workspace_id: workspaceId }).where('day', '<', startDay).delete();
       await trx('product_activity_totals').where({ workspace_id: workspaceId, units_sold: 0, views: 0 }).delete();
@@ -145,7 +182,7 @@ export function createProductActivityStore(dialect: Dialect) {
      * cancelled orders count nothing; a view names its product by `product_id` or a legacy spelling.
      */
     async rebuild(trx: Knex.Transaction, workspaceId: string, startDay: number, viewEvent: string): Promise<number> {
-      for (const table of ['product_activity_daily', 'product_activity_totals', 'product_pairs_daily']) {
+      for (const table of ['product_activity_daily', 'product_activity_totals', 'product_pairs_daily', 'product_pair_totals']) {
         await trx(table).where({ workspace_id: workspaceId }).delete();
       }
       const since = startDay * DAY_MS;
@@ -185,6 +222,12 @@ export function createProductActivityStore(dialect: Dialect) {
              GROUP BY order_id HAVING COUNT(DISTINCT external_id) > ${MAX_PAIRED_PRODUCTS})
          GROUP BY a.external_id, b.external_id, ${daySql('a.ordered_at')}`,
         [workspaceId, workspaceId, since, workspaceId, since],
+      );
+      await trx.raw(
+        `INSERT INTO product_pair_totals (workspace_id, product_key, other_key, orders)
+         SELECT workspace_id, product_key, other_key, SUM(orders) FROM product_pairs_daily
+         WHERE workspace_id = ? GROUP BY workspace_id, product_key, other_key`,
+        [workspaceId],
       );
       const [counted] = await trx('product_activity_totals').where({ workspace_id: workspaceId }).count({ n: '*' });
       return dialect.readNumber(counted?.n);

@@ -6,6 +6,7 @@ import { productIdOfItem, productIdsOfEvent, productIdOfProperties } from '../pr
 import { MANUAL_PLATFORM } from '../products/product-service.js';
 import { DAY_MS, VIEW_EVENT } from './activity-delta.js';
 import { windowStartAt, type ProductActivity } from './product-activity.js';
+import type { ProductActivityStore } from './product-activity-store.js';
 
 const CART_EVENT = 'added_to_cart';
 
@@ -14,6 +15,10 @@ const RECENT_EVENTS = 1_000;
 
 /** Store-wide: the top keys tried first, before a full join (see storeWide). */
 const TOP_CANDIDATES = 50;
+
+/** may_also_like: the recipient's most recent products that seed it, and the partners read for each. */
+const MAX_SEEDS = 20;
+const PARTNERS_PER_SEED = 100;
 
 /** Co-occurring products considered before filters: enough for any block once filters drop some. */
 const CO_OCCURRING = 500;
@@ -41,8 +46,13 @@ function newestFirst(seen: Array<{ key: string; at: number }>): string[] {
  * matches nothing ranks nothing); products of manual import are never ranked. Store-wide types read the
  * running totals; per-recipient types read the recipient's own recent events, orders and carts.
  */
-export function createRanker(deps: { dialect: Dialect; activity: ProductActivity; now?: () => number }): FeedRanker {
-  const { dialect, activity } = deps;
+export function createRanker(deps: {
+  dialect: Dialect;
+  activity: ProductActivity;
+  activityStore: ProductActivityStore;
+  now?: () => number;
+}): FeedRanker {
+  const { dialect, activity, activityStore } = deps;
   const now = deps.now ?? Date.now;
 
   const ranked = (request: RankRequest) =>
@@ -142,22 +152,22 @@ export function createRanker(deps: { dialect: Dialect; activity: ProductActivity
   }
 
   /**
-   * Products bought together with `seeds` store-wide, most orders first (the seeds themselves left out). Read
-   * after the roll-over, the table holds only days of the window: no day bound, so the primary key's
-   * (workspace_id, product_key) prefix serves the lookup (SQLite without statistics would pick the day index).
+   * Products bought together with `seeds` store-wide, most orders first (the seeds themselves left out): each
+   * seed's most frequent partners from the top of the pair totals' index, summed over the seeds.
    */
   async function coOccurring(request: RankRequest, seeds: string[]): Promise<string[]> {
-    const rows: Array<{ other_key: string }> = await request
-      .db('product_pairs_daily')
-      .where({ workspace_id: request.workspaceId })
-      .whereIn('product_key', seeds)
-      .whereNotIn('other_key', seeds)
-      .groupBy('other_key')
-      .orderByRaw('SUM(orders) DESC, other_key')
-      .havingRaw('SUM(orders) > 0')
-      .limit(CO_OCCURRING)
-      .select('other_key');
-    return rows.map((row) => row.other_key);
+    const partners = await Promise.all(
+      seeds.slice(0, MAX_SEEDS).map((seed) => activityStore.partnersOf(request.db, request.workspaceId, seed, PARTNERS_PER_SEED)),
+    );
+    const seedSet = new Set(seeds);
+    const together = new Map<string, number>();
+    for (const { key, orders } of partners.flat()) {
+      if (!seedSet.has(key)) together.set(key, (together.get(key) ?? 0) + orders);
+    }
+    return [...together]
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, CO_OCCURRING)
+      .map(([key]) => key);
   }
 
   /** Filtered products sharing a category with the seeds: best sellers first, then newest. */
