@@ -23,6 +23,8 @@ export interface FeedsOptions {
   scale: number;
   /** Requests per measured row. */
   requests: number;
+  /** Which databases to run on. */
+  databases: ReadonlySet<string>;
 }
 
 /** What the bench runner provides: a workspace on a fresh database, and a server on it. */
@@ -453,7 +455,8 @@ export async function runFeedsBench(args: {
       notes.push(`feeds on ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
-  await attempt('sqlite', `sqlite:${join(dir, 'feeds.db')}`);
+  if (options.databases.has('sqlite')) await attempt('sqlite', `sqlite:${join(dir, 'feeds.db')}`);
+  if (!options.databases.has('postgres')) return runs;
   const postgres = await createBenchDatabase(postgresServer, `emk_bench_feeds_${process.pid}`);
   if ('unreachable' in postgres) {
     notes.push(`feeds on PostgreSQL skipped: could not create a database on ${postgresServer} (${postgres.unreachable})`);

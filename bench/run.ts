@@ -18,7 +18,8 @@ import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
  * `emk sync-orders` file, default 100000; 0 skips it), BENCH_SYNC_CUSTOMERS (default 20000), BENCH_EVENT_ROWS
  * (rows in the generated `emk events import` file, default 1000000; 0 skips the events-at-volume rows),
  * BENCH_FEEDS_SCALE (size of the generated store of the product-feeds rows relative to issue 5's, default 1;
- * 0 skips them; see feeds.ts), BENCH_FEED_REQUESTS (requests per product-feeds row, default 200).
+ * 0 skips them; see feeds.ts), BENCH_FEED_REQUESTS (requests per product-feeds row, default 200),
+ * BENCH_FEEDS_DATABASES (`sqlite,postgres` by default).
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -43,6 +44,7 @@ const EVENT_ROWS = positiveNumber('BENCH_EVENT_ROWS', 1_000_000, true);
 const EVENT_CONTACTS = 10_000;
 const FEEDS_SCALE = positiveNumber('BENCH_FEEDS_SCALE', 1, true);
 const FEED_REQUESTS = positiveNumber('BENCH_FEED_REQUESTS', 200);
+const FEEDS_DATABASES: ReadonlySet<string> = new Set((process.env.BENCH_FEEDS_DATABASES ?? 'sqlite,postgres').split(',').map((d) => d.trim()));
 const BATCH_REQUESTS = 40;
 const CEILING_ROWS = 200_000;
 /** Huge, not 0: the limiter still runs on every request, as in production. */
@@ -472,7 +474,7 @@ async function main(): Promise<void> {
         },
         start: startEmk,
       };
-      const options = { scale: FEEDS_SCALE, requests: FEED_REQUESTS };
+      const options = { scale: FEEDS_SCALE, requests: FEED_REQUESTS, databases: FEEDS_DATABASES };
       feedsRuns.push(...(await runFeedsBench({ dir, postgresServer, emk, options, notes, onCleanup: (cleanup) => cleanups.push(cleanup) })));
     }
   } finally {

@@ -31,6 +31,8 @@ const daySql = (column: string) => `(${column} / ${DAY_MS})`;
 
 const SCORE_SQL = `units_sold * ${VIEWS_PER_SALE} + views`;
 
+const AGGREGATE_TABLES = ['product_activity_daily', 'product_activity_totals', 'product_pairs_daily', 'product_pair_totals'] as const;
+
 export function createProductActivityStore(dialect: Dialect) {
   /** Adds each row's counts to the stored row of its key (inserting it when absent), in key order (no deadlocks). */
   async function addRows<T extends object>(
@@ -181,8 +183,11 @@ export function createProductActivityStore(dialect: Dialect) {
      * `startDay`, in SQL (no rows through the process). Same rules as the write path (product-activity.ts):
      * cancelled orders count nothing; a view names its product by `product_id` or a legacy spelling.
      */
+    /** Fresh planner statistics for the aggregate tables, after a rebuild replaced them wholesale. */
+    analyze: (db: Knex) => dialect.analyzeAfterBulkLoad(db, [...AGGREGATE_TABLES]),
+
     async rebuild(trx: Knex.Transaction, workspaceId: string, startDay: number, viewEvent: string): Promise<number> {
-      for (const table of ['product_activity_daily', 'product_activity_totals', 'product_pairs_daily', 'product_pair_totals']) {
+      for (const table of AGGREGATE_TABLES) {
         await trx(table).where({ workspace_id: workspaceId }).delete();
       }
       const since = startDay * DAY_MS;

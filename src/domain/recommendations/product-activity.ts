@@ -95,6 +95,7 @@ export function createProductActivity(deps: {
         return store.rebuild(trx, workspaceId, start, VIEW_EVENT);
       });
       rolledTo.set(workspaceId, start);
+      await store.analyze(deps.knex);
       return { products, since: toIso(start * DAY_MS)!.slice(0, 10) };
     },
   };

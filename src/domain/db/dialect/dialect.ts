@@ -34,6 +34,11 @@ export interface Dialect {
   bytewise(column: string): string;
   /** Shares a lock on the selected rows (others may share it; forUpdate waits for them) where there are row locks. */
   forShare<Q extends Knex.QueryBuilder>(query: Q): Q;
+  /**
+   * After a bulk load of these tables, refreshes the planner's statistics: PostgreSQL plans from them (a
+   * freshly rebuilt table looks empty until autovacuum analyses it); our SQLite queries are written not to need any.
+   */
+  analyzeAfterBulkLoad(knex: Knex, tables: string[]): Promise<void>;
   /** Group commits that may run at once: one writer on SQLite, several connections on PostgreSQL. */
   readonly writeConcurrency: number;
 }

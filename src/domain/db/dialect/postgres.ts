@@ -33,6 +33,9 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     forUpdate: (query) => query.forUpdate() as typeof query,
     bytewise: (column) => `${column} COLLATE "C"`,
     forShare: (query) => query.forShare() as typeof query,
+    analyzeAfterBulkLoad: async (knex, tables) => {
+      await knex.raw(`ANALYZE ${tables.map(() => '??').join(', ')}`, tables);
+    },
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
   };

@@ -118,6 +118,7 @@ export function sqliteDialect(filename: string): Dialect {
     // BINARY, the default collation, compares UTF-8 bytes.
     bytewise: (column) => column,
     forShare: (query) => query,
+    analyzeAfterBulkLoad: async () => {},
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
   };
