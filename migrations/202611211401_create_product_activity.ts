@@ -28,7 +28,7 @@ export async function up(knex: Knex): Promise<void> {
     t.string('product_key', 255).notNullable();
     t.bigInteger('units_sold').notNullable();
     t.bigInteger('views').notNullable();
-    // best_selling_and_most_viewed: units_sold weighted against views (see product-activity.ts).
+    // best_selling_and_most_viewed: units_sold × VIEWS_PER_SALE + views (src/domain/recommendations/activity-delta.ts).
     t.bigInteger('score').notNullable();
     t.primary(['workspace_id', 'product_key']);
     // Each ranking walks its own index from the top and stops once it has enough filtered products.

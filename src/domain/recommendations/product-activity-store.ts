@@ -180,7 +180,7 @@ export function createProductActivityStore(dialect: Dialect) {
 
     /**
      * Recomputes every aggregate of the workspace from its stored orders and product-view events since
-     * `startDay`, in SQL (no rows through the process). Same rules as the write path (product-activity.ts):
+     * `startDay`, in SQL (no rows through the process). Same rules as the write path (activity-delta.ts):
      * cancelled orders count nothing; a view names its product by `product_id` or a legacy spelling.
      */
     /** Fresh planner statistics for the aggregate tables, after a rebuild replaced them wholesale. */
