@@ -114,6 +114,9 @@ export class ActivityDelta {
 
   /** Workspaces with any non-zero change. */
   workspaces(): string[] {
-    return [...this.byWorkspace(() => undefined).keys()];
+    const ids = new Set<string>();
+    for (const c of this.counts.values()) if (c.unitsSold !== 0 || c.views !== 0) ids.add(c.workspaceId);
+    for (const p of this.pairs.values()) if (p.orders !== 0) ids.add(p.workspaceId);
+    return [...ids];
   }
 }
