@@ -74,7 +74,8 @@ for (const dialect of DIALECTS) {
       const dry = await runEmk(['sync-orders', '--db', database.url, '--file', file, '--dry-run', '--json']);
       expect(dry.code, dry.stderr).toBe(0);
       const summary = JSON.parse(dry.stdout);
-      expect(summary).toMatchObject({ rows: 3, inserted: 0, dry_run: true });
+      // A dry run counts what a real run would write now, and writes nothing.
+      expect(summary).toMatchObject({ rows: 3, inserted: 1, updated: 0, dry_run: true });
       expect(summary.errors.map((e: { line: number }) => e.line)).toEqual([2, 3]);
       expect(summary.errors[1].error).toMatch(/ordered_at/);
       expect(await totals()).toEqual(before);

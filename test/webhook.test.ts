@@ -415,9 +415,10 @@ describeEachDatabase('integration webhook', (h) => {
     await deliver(ws, { ...cart([{ external_id: 'p1', quantity: 1 }, { external_id: 'p2', quantity: 3 }], 40), external_id: 'add-2' });
     await deliver(ws, { event_type: 'started_checkout', email: 'w@example.com', cart: { external_id: 'cart-9', total_amount: 40, items: [] } });
     const contact = await contactByEmail(ws, 'w@example.com');
-    const carts = await h().services.carts.listForContact(h().services.db.knex, ws.id, contact.id);
+    const carts = await h().services.db.knex('carts').where({ workspace_id: ws.id, contact_id: contact.id });
     expect(carts).toHaveLength(1);
-    expect(carts[0]).toMatchObject({ external_id: 'cart-9', last_event_type: 'started_checkout', total_amount: 40 });
+    expect(carts[0]).toMatchObject({ external_id: 'cart-9', last_event_type: 'started_checkout' });
+    expect(Number(carts[0]!.total_amount)).toBe(40);
     const triggers = (await outbox(ws)).filter((t) => t.trigger_type === 'cart');
     expect(triggers.map((t) => [t.event_name, t.subject_id])).toEqual([
       ['added_to_cart', carts[0]!.id],

@@ -1,5 +1,7 @@
 import { createApiKeyService } from './api-keys/api-key-service.js';
+import { createApiKeyStore } from './api-keys/api-key-store.js';
 import { createCartService } from './carts/cart-service.js';
+import { createCartStore } from './carts/cart-store.js';
 import { createAttributionService } from './attribution/attribution-service.js';
 import { createAttributionStore } from './attribution/attribution-store.js';
 import { createContactService } from './contacts/contact-service.js';
@@ -13,8 +15,10 @@ import { createFeedStore } from './feeds/feed-store.js';
 import { createIdentityTokenService } from './identity-tokens/identity-token-service.js';
 import { createIdentityTokenStore } from './identity-tokens/identity-token-store.js';
 import { createIntegrationService } from './integrations/integration-service.js';
+import { createIntegrationStore } from './integrations/integration-store.js';
 import { createOrderService } from './orders/order-service.js';
 import { createOrderStore } from './orders/order-store.js';
+import { createOrderUpsert } from './orders/order-upsert.js';
 import { createProductService } from './products/product-service.js';
 import { createProductStore } from './products/product-store.js';
 import { createProductActivity } from './recommendations/product-activity.js';
@@ -27,6 +31,7 @@ import { createSettingsStore } from './settings/settings-store.js';
 import { createShipmentService } from './shipments/shipment-service.js';
 import { createShipmentStore } from './shipments/shipment-store.js';
 import { createTriggerOutbox } from './triggers/trigger-outbox.js';
+import { createWebhookDeliveryStore } from './webhook/webhook-delivery-store.js';
 import { createWebhookService } from './webhook/webhook-service.js';
 import { createWorkspaceService } from './workspaces/workspace-service.js';
 import { createWorkspaceStore } from './workspaces/workspace-store.js';
@@ -35,9 +40,7 @@ import { createWorkspaceStore } from './workspaces/workspace-store.js';
 export function createServices(db: Database) {
   const { knex, dialect } = db;
   const writer = new WriteBatcher(knex, { concurrency: dialect.writeConcurrency });
-  const contactStore = createContactStore(dialect, {
-    contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
-  });
+  const contactStore = createContactStore(dialect);
   const eventStore = createEventStore(dialect);
   const productActivityStore = createProductActivityStore(dialect);
   const productActivity = createProductActivity({
@@ -46,8 +49,12 @@ export function createServices(db: Database) {
     store: productActivityStore,
   });
   const outbox = createTriggerOutbox(dialect);
-  const apiKeys = createApiKeyService({ knex });
-  const integrations = createIntegrationService({ knex, dialect, writeTransaction: db.writeTransaction });
+  const apiKeys = createApiKeyService({ knex, store: createApiKeyStore() });
+  const integrations = createIntegrationService({
+    knex,
+    store: createIntegrationStore(dialect),
+    writeTransaction: db.writeTransaction,
+  });
   const workspaces = createWorkspaceService({
     knex,
     store: createWorkspaceStore(dialect),
@@ -60,28 +67,37 @@ export function createServices(db: Database) {
     store: createSettingsStore(dialect),
     onChange: () => workspaces.forgetCached(),
   });
-  const identityTokens = createIdentityTokenService({ knex, store: createIdentityTokenStore(), contacts: contactStore });
+  const identityTokens = createIdentityTokenService({ knex, store: createIdentityTokenStore(), contactStore });
   const attribution = createAttributionService({
     knex,
     writeTransaction: db.writeTransaction,
     writer,
     store: createAttributionStore(dialect),
-    contacts: contactStore,
+    contactStore,
     settings,
   });
-  const contacts = createContactService({ knex, writer, contacts: contactStore, events: eventStore });
+  const contacts = createContactService({
+    knex,
+    writer,
+    contactStore,
+    eventStore,
+    contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
+  });
+  const { ensureContacts } = contacts;
   const shipments = createShipmentService({
     writer,
     store: createShipmentStore(),
-    contacts: contactStore,
-    events: eventStore,
+    contactStore,
+    ensureContacts,
+    eventStore,
     outbox,
   });
   const events = createEventService({
     knex,
     writer,
-    events: eventStore,
-    contacts: contactStore,
+    eventStore,
+    contactStore,
+    ensureContacts,
     outbox,
     applyShippingEvents: shipments.applyShippingEvents,
     activity: productActivity,
@@ -100,23 +116,31 @@ export function createServices(db: Database) {
     products: productStore,
     ranker: createRanker({ dialect, activity: productActivity, activityStore: productActivityStore }),
   });
-  const orders = createOrderService({
-    knex,
-    writer,
-    orders: createOrderStore(dialect),
-    contacts: contactStore,
+  const orderStore = createOrderStore(dialect);
+  const orderUpsert = createOrderUpsert({
+    orderStore,
     outbox,
     attributeOrders: attribution.attributeOrders,
     activity: productActivity,
   });
-  const carts = createCartService({ dialect, outbox });
-  const webhook = createWebhookService({
+  const orders = createOrderService({
     knex,
     writer,
+    writeTransaction: db.writeTransaction,
+    orderStore,
     contactStore,
+    ensureContacts,
+    upsert: orderUpsert,
+    outbox,
+    activity: productActivity,
+  });
+  const carts = createCartService({ store: createCartStore(dialect), outbox });
+  const webhook = createWebhookService({
+    writer,
+    deliveryStore: createWebhookDeliveryStore(),
     contacts,
     events,
-    orders,
+    orderUpsert,
     carts,
     applyProductEvent: products.applyWebhookEvent,
     resolveIdentityToken: (trx, workspaceId, token) => identityTokens.resolve(workspaceId, token, trx),

@@ -1,8 +1,10 @@
+import type { Db } from '../db/database.js';
 import type { Knex } from 'knex';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
 import { toIso } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
+import type { ApiKeyRow, ApiKeyStore } from './api-key-store.js';
 
 export const API_KEY_PREFIX = 'emk_';
 const PREFIX_SHOWN = 12;
@@ -20,16 +22,6 @@ export interface CreatedApiKey extends ApiKey {
   key: string;
 }
 
-interface ApiKeyRow {
-  id: string;
-  workspace_id: string;
-  name: string;
-  prefix: string;
-  key_hash: string;
-  created_at: number;
-  revoked_at: number | null;
-}
-
 const toApiKey = (row: ApiKeyRow): ApiKey => ({
   id: row.id,
   name: row.name,
@@ -39,13 +31,13 @@ const toApiKey = (row: ApiKeyRow): ApiKey => ({
 });
 
 /** Workspace API keys (`emk_…`): stored only as a SHA-256 hash; the key itself is shown once at creation. */
-export function createApiKeyService(deps: { knex: Knex }) {
-  const { knex } = deps;
+export function createApiKeyService(deps: { knex: Knex; store: ApiKeyStore }) {
+  const { knex, store } = deps;
   // Key hash → workspace id. A revoke here clears it at once; other processes see it within the TTL.
   const cache = new TtlCache<string, string>(5_000);
 
   return {
-    async create(db: Knex | Knex.Transaction, workspaceId: string, name = 'default'): Promise<CreatedApiKey> {
+    async create(db: Db, workspaceId: string, name = 'default'): Promise<CreatedApiKey> {
       const key = `${API_KEY_PREFIX}${randomToken(40)}`;
       const row: ApiKeyRow = {
         id: uuidv7(),
@@ -56,7 +48,7 @@ export function createApiKeyService(deps: { knex: Knex }) {
         created_at: Date.now(),
         revoked_at: null,
       };
-      await db('api_keys').insert(row);
+      await store.insert(db, row);
       return { ...toApiKey(row), key };
     },
 
@@ -66,21 +58,20 @@ export function createApiKeyService(deps: { knex: Knex }) {
       const hash = hashSecret(key);
       const cached = cache.get(hash);
       if (cached) return cached;
-      const row = await knex<ApiKeyRow>('api_keys').where({ key_hash: hash }).whereNull('revoked_at').first();
+      const row = await store.findActiveByHash(knex, hash);
       if (!row) throw new UnauthorizedError('invalid api key');
       cache.set(hash, row.workspace_id);
       return row.workspace_id;
     },
 
     async list(workspaceId: string): Promise<ApiKey[]> {
-      const rows = await knex<ApiKeyRow>('api_keys').where({ workspace_id: workspaceId }).orderBy('created_at');
-      return rows.map(toApiKey);
+      return (await store.listByWorkspace(knex, workspaceId)).map(toApiKey);
     },
 
     async revoke(workspaceId: string, id: string): Promise<void> {
-      const row = await knex<ApiKeyRow>('api_keys').where({ id, workspace_id: workspaceId }).first();
+      const row = await store.findInWorkspace(knex, workspaceId, id);
       if (!row) throw new NotFoundError();
-      await knex('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: Date.now() });
+      await store.revoke(knex, id, Date.now());
       cache.delete(row.key_hash);
     },
   };

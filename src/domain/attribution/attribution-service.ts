@@ -17,6 +17,7 @@ import {
   type RecomputeResult,
 } from './attribution.schema.js';
 import type { AttributionStore, EngagementRow, RecomputeCursor } from './attribution-store.js';
+import { compositeKey } from '../shared/keys.js';
 
 export type { Attribution, OrderToAttribute } from './attribution.schema.js';
 
@@ -46,10 +47,10 @@ export function createAttributionService(deps: {
   writeTransaction: Database['writeTransaction'];
   writer: WriteBatcher;
   store: AttributionStore;
-  contacts: ContactStore;
+  contactStore: ContactStore;
   settings: SettingsService;
 }) {
-  const { knex, writeTransaction, writer, store, contacts, settings } = deps;
+  const { knex, writeTransaction, writer, store, contactStore, settings } = deps;
 
   /** Stores clicks and opens set-based; one whose contact is not in its workspace is refused alone. */
   const writeEngagements: BatchHandler<Engagement, EngagementWriteResult> = async (trx, engagements) => {
@@ -61,11 +62,11 @@ export function createAttributionService(deps: {
       byWorkspace.set(e.workspaceId, ids);
     }
     for (const [workspaceId, ids] of byWorkspace) {
-      for (const row of await contacts.findByIds(trx, workspaceId, [...new Set(ids)])) known.add(`${workspaceId}\u0000${row.id}`);
+      for (const row of await contactStore.findByIds(trx, workspaceId, [...new Set(ids)])) known.add(compositeKey(workspaceId, row.id));
     }
     const rows: EngagementRow[] = [];
     const results = engagements.map((e): EngagementWriteResult => {
-      if (!known.has(`${e.workspaceId}\u0000${e.contactId}`)) return { error: 'contact not found' };
+      if (!known.has(compositeKey(e.workspaceId, e.contactId))) return { error: 'contact not found' };
       const row: EngagementRow = {
         id: uuidv7(),
         workspace_id: e.workspaceId,

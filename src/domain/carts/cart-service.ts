@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
-import type { Dialect } from '../db/dialect/dialect.js';
 import { uuidv7 } from '../shared/ids.js';
 import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
+import type { CartStore } from './cart-store.js';
 
 export type CartEventType = 'added_to_cart' | 'started_checkout';
 
@@ -21,8 +21,8 @@ export interface CartChange {
 }
 
 /** Carts feed abandoned-cart flows (the `cart` trigger) and the added_to_cart recommendations. */
-export function createCartService(deps: { dialect: Dialect; outbox: TriggerOutbox }) {
-  const { dialect, outbox } = deps;
+export function createCartService(deps: { store: CartStore; outbox: TriggerOutbox }) {
+  const { store, outbox } = deps;
 
   return {
     /** Upserts each cart (in arrival order: a later event for one cart wins) and fires its `cart` trigger. */
@@ -30,49 +30,35 @@ export function createCartService(deps: { dialect: Dialect; outbox: TriggerOutbo
       const ids: string[] = [];
       const facts: TriggerFact[] = [];
       for (const change of changes) {
-        const fields = {
-          contact_id: change.contactId,
-          last_event_type: change.eventType,
-          total_amount: change.totalAmount,
-          currency: change.currency,
-          checkout_url: change.checkoutUrl,
-          items: dialect.writeJson(change.items),
-          updated_at: change.at,
-        };
-        const row = { id: uuidv7(change.at), workspace_id: change.workspaceId, external_id: change.externalId, created_at: change.at, ...fields };
-        const query = trx('carts').insert(row);
-        const [stored] = (change.externalId === null
-          ? await query.returning('id')
-          : await query.onConflict(['workspace_id', 'external_id']).merge(Object.keys(fields)).returning('id')) as Array<{ id: string }>;
-        ids.push(stored!.id);
+        const id = await store.upsert(trx, {
+          id: uuidv7(change.at),
+          workspaceId: change.workspaceId,
+          externalId: change.externalId,
+          createdAt: change.at,
+          fields: {
+            contact_id: change.contactId,
+            last_event_type: change.eventType,
+            total_amount: change.totalAmount,
+            currency: change.currency,
+            checkout_url: change.checkoutUrl,
+            items: change.items,
+            updated_at: change.at,
+          },
+        });
+        ids.push(id);
         facts.push({
           workspaceId: change.workspaceId,
           triggerType: 'cart',
           eventName: change.eventType,
           contactId: change.contactId,
           subjectType: 'cart',
-          subjectId: stored!.id,
+          subjectId: id,
           source: change.source,
           at: change.at,
         });
       }
       await outbox.record(trx, facts);
       return ids;
-    },
-
-    /** A contact's carts, most recent first. */
-    async listForContact(db: Knex | Knex.Transaction, workspaceId: string, contactId: string) {
-      const rows = await db('carts').where({ workspace_id: workspaceId, contact_id: contactId }).orderBy('updated_at', 'desc');
-      return rows.map((row) => ({
-        id: row.id as string,
-        external_id: row.external_id as string | null,
-        last_event_type: row.last_event_type as CartEventType,
-        total_amount: row.total_amount === null ? null : dialect.readNumber(row.total_amount),
-        currency: row.currency as string | null,
-        checkout_url: row.checkout_url as string | null,
-        items: dialect.readJson<unknown[]>(row.items),
-        updated_at: Number(row.updated_at),
-      }));
     },
   };
 }

@@ -12,7 +12,32 @@ import {
   type Contact,
   type SubscriptionStatus,
 } from './contact.schema.js';
-import { contactKey, type ContactStore, type EnsuredContact } from './contact-store.js';
+import { uuidv7 } from '../shared/ids.js';
+import { compositeKey, pairOf } from '../shared/keys.js';
+import { contactKey, type ContactRow, type ContactStore } from './contact-store.js';
+import { emailKey } from './contact.schema.js';
+
+/** What to create when an email has no contact yet. */
+export interface ContactSeed {
+  workspaceId: string;
+  email: string;
+  properties: Record<string, unknown>;
+  subscriptionStatus: SubscriptionStatus;
+  source: string | null;
+}
+
+export interface EnsuredContact {
+  row: ContactRow;
+  /** True when this call created the contact (with the seed's properties). */
+  created: boolean;
+}
+
+/** Finds or creates the contacts of seeds, by `contactKey`; see ContactService.ensureContacts. */
+export type EnsureContacts = (
+  trx: Knex.Transaction,
+  seeds: ContactSeed[],
+  options: { lock: boolean },
+) => Promise<Map<string, EnsuredContact>>;
 
 /** How a contact write treats properties the contact already has. */
 type PropertyMerge = 'fill_empty' | 'overwrite';
@@ -60,17 +85,90 @@ export function mergeProperties(
 export function createContactService(deps: {
   knex: Knex;
   writer: WriteBatcher;
-  contacts: ContactStore;
-  events: EventStore;
+  contactStore: ContactStore;
+  eventStore: EventStore;
+  /** The workspace's contact limit (null: none), from settings. */
+  contactLimitOf(db: Knex | Knex.Transaction, workspaceId: string): Promise<number | null>;
 }) {
-  const { knex, writer, contacts, events } = deps;
+  const { knex, writer, contactStore, eventStore, contactLimitOf } = deps;
+
+  /**
+   * The keys (sorted) that may still become contacts: a workspace with a `contact_limit` takes new contacts
+   * only up to it. Several processes creating at the same moment may overshoot by their concurrent inserts.
+   */
+  async function withinContactLimits(db: Knex.Transaction, keys: string[]): Promise<string[]> {
+    if (keys.length === 0) return keys;
+    const room = new Map<string, number>();
+    for (const workspaceId of new Set(keys.map((key) => pairOf(key)[0]))) {
+      const limit = await contactLimitOf(db, workspaceId);
+      if (limit !== null) room.set(workspaceId, Math.max(0, limit - (await contactStore.countInWorkspace(db, workspaceId))));
+    }
+    if (room.size === 0) return keys;
+    return keys.filter((key) => {
+      const workspaceId = pairOf(key)[0];
+      const left = room.get(workspaceId);
+      if (left === undefined) return true;
+      room.set(workspaceId, left - 1);
+      return left > 0;
+    });
+  }
+
+  /**
+   * Finds the contact of each seed's email, creating the missing ones. A seed whose contact would pass the
+   * workspace's contact limit is left out of the result. Race-free: creation is an insert that yields to the
+   * unique (workspace_id, email_key) index, and a lost race re-reads the winner's row. With `lock`, for
+   * callers that go on to change the rows, existing rows stay locked (PostgreSQL) until the transaction ends;
+   * keys are taken in sorted order, so concurrent batches cannot deadlock.
+   */
+  const ensureContacts: EnsureContacts = async (trx, seeds, { lock }) => {
+    const firstSeed = new Map<string, ContactSeed>();
+    for (const seed of seeds) {
+      const key = contactKey(seed.workspaceId, seed.email);
+      if (!firstSeed.has(key)) firstSeed.set(key, seed);
+    }
+    const keys = [...firstSeed.keys()].sort();
+    const found = new Map<string, EnsuredContact>();
+    const remember = (row: ContactRow, created: boolean) => found.set(compositeKey(row.workspace_id, row.email_key), { row, created });
+
+    for (const row of await contactStore.findByKeys(trx, keys.map(pairOf), { lock })) remember(row, false);
+    const now = Date.now();
+    const missing = (await withinContactLimits(trx, keys.filter((key) => !found.has(key)))).map((key): ContactRow => {
+      const seed = firstSeed.get(key)!;
+      return {
+        id: uuidv7(now),
+        workspace_id: seed.workspaceId,
+        email: seed.email.trim(),
+        email_key: emailKey(seed.email),
+        properties: seed.properties,
+        subscription_status: seed.subscriptionStatus,
+        source: seed.source,
+        lifetime_revenue: 0,
+        orders_count: 0,
+        created_at: now,
+        updated_at: now,
+      };
+    });
+    if (missing.length === 0) return found;
+
+    const insertedIds = await contactStore.insertIgnoringConflicts(trx, missing);
+    const created = missing.filter((row) => insertedIds.has(row.id));
+    for (const row of created) remember(row, true);
+    // A contact's first status is a change like any other: recorded with time and origin.
+    await contactStore.recordStatusChanges(
+      trx,
+      created.map((row) => ({ contactId: row.id, from: null, to: row.subscription_status, origin: `create:${row.source ?? 'unknown'}`, at: now })),
+    );
+    const lostRaces = missing.filter((row) => !insertedIds.has(row.id)).map((row): [string, string] => [row.workspace_id, row.email_key]);
+    for (const row of await contactStore.findByKeys(trx, lostRaces, { lock })) remember(row, false);
+    return found;
+  };
 
   /**
    * Finds or creates the contact of each write, merges properties into existing ones, and links anonymous
    * ids (attaching their earlier events). Set-based, for a whole group of concurrent requests at once.
    */
   const writeContacts: BatchHandler<ContactWrite, ContactWriteResult> = async (trx, writes) => {
-    const ensured = await contacts.ensure(
+    const ensured = await ensureContacts(
       trx,
       writes.map((w) => ({
         workspaceId: w.workspaceId,
@@ -100,7 +198,7 @@ export function createContactService(deps: {
       return { contactId: contact.row.id, email: contact.row.email, created: createdHere };
     });
     for (const contact of dirty.values()) {
-      await contacts.update(trx, contact.row.id, { properties: contact.row.properties });
+      await contactStore.update(trx, contact.row.id, { properties: contact.row.properties });
     }
 
     const links = writes.flatMap((w, i) => {
@@ -109,21 +207,22 @@ export function createContactService(deps: {
         ? [{ workspaceId: w.workspaceId, anonymousId: w.anonymousId, contactId: result.contactId }]
         : [];
     });
-    const owners = await contacts.linkAnonymousIds(trx, links);
+    const owners = await contactStore.linkAnonymousIds(trx, links);
     for (const link of links) {
-      if (owners.get(`${link.workspaceId}\u0000${link.anonymousId}`) !== link.contactId) continue;
-      await events.attachAnonymous(trx, link.workspaceId, [link.anonymousId], link.contactId);
+      if (owners.get(compositeKey(link.workspaceId, link.anonymousId)) !== link.contactId) continue;
+      await eventStore.attachAnonymous(trx, link.workspaceId, [link.anonymousId], link.contactId);
     }
     return results;
   };
 
   async function getRecord(db: Knex | Knex.Transaction, workspaceId: string, id: string): Promise<Contact> {
-    const row = await contacts.findById(db, workspaceId, id);
+    const row = await contactStore.findById(db, workspaceId, id);
     if (!row) throw new NotFoundError();
-    return (await contacts.toContacts(db, [row]))[0]!;
+    return (await contactStore.toContacts(db, [row]))[0]!;
   }
 
   return {
+    ensureContacts,
     writeContacts,
 
     /** POST /collect/identify: properties set on create or where empty; `anonymous_id` merged. */
@@ -163,7 +262,7 @@ export function createContactService(deps: {
     async update(workspaceId: string, id: string, body: unknown): Promise<Contact> {
       const input = parseInput(updateContactSchema, body);
       return writer.run(async (trx) => {
-        const row = await contacts.findById(trx, workspaceId, id, true);
+        const row = await contactStore.findById(trx, workspaceId, id, true);
         if (!row) throw new NotFoundError();
         const properties = input.properties ? mergeProperties(row.properties, input.properties, 'overwrite') : null;
         const status =
@@ -171,18 +270,15 @@ export function createContactService(deps: {
             ? input.subscription_status
             : undefined;
         if (properties || status) {
-          await contacts.update(trx, id, {
+          await contactStore.update(trx, id, {
             ...(properties ? { properties } : {}),
             ...(status ? { subscription_status: status } : {}),
           });
         }
         if (status) {
-          await contacts.recordStatusChange(trx, {
-            contactId: id,
-            from: row.subscription_status,
-            to: status,
-            origin: 'api:update',
-          });
+          await contactStore.recordStatusChanges(trx, [
+            { contactId: id, from: row.subscription_status, to: status, origin: 'api:update', at: Date.now() },
+          ]);
         }
         return getRecord(trx, workspaceId, id);
       });
@@ -192,8 +288,8 @@ export function createContactService(deps: {
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Contact>> {
       const filter = parseInput(contactListQuerySchema, query);
-      const { rows, total } = await contacts.list(knex, workspaceId, filter, paging);
-      return toPage(await contacts.toContacts(knex, rows), total, paging);
+      const { rows, total } = await contactStore.list(knex, workspaceId, filter, paging);
+      return toPage(await contactStore.toContacts(knex, rows), total, paging);
     },
   };
 }

@@ -5,7 +5,7 @@ import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import { emailKey, type Contact, type SubscriptionStatus } from './contact.schema.js';
-import { uuidv7 } from '../shared/ids.js';
+import { compositeKey, pairOf } from '../shared/keys.js';
 
 type Db = Knex | Knex.Transaction;
 
@@ -23,32 +23,21 @@ export interface ContactRow {
   updated_at: number;
 }
 
-/** What to create when an email has no contact yet. */
-export interface ContactSeed {
-  workspaceId: string;
-  email: string;
-  properties: Record<string, unknown>;
-  subscriptionStatus: SubscriptionStatus;
-  source: string | null;
+/** A change of a contact's subscription status, recorded with time and origin. */
+export interface StatusChange {
+  contactId: string;
+  from: SubscriptionStatus | null;
+  to: SubscriptionStatus;
+  origin: string;
+  at: number;
 }
 
-export interface EnsuredContact {
-  row: ContactRow;
-  /** True when this call created the contact (with the seed's properties). */
-  created: boolean;
-}
-
-export const contactKey = (workspaceId: string, email: string) => `${workspaceId}\u0000${emailKey(email)}`;
+export const contactKey = (workspaceId: string, email: string) => compositeKey(workspaceId, emailKey(email));
 
 // Tuple IN lists: two bindings a pair, well under either database's limit.
 const PAIRS_PER_QUERY = 5_000;
 
-/** The workspace's contact limit (null: none), from settings. */
-export interface ContactLimits {
-  contactLimitOf(db: Db, workspaceId: string): Promise<number | null>;
-}
-
-export function createContactStore(dialect: Dialect, limits: ContactLimits) {
+export function createContactStore(dialect: Dialect) {
   const fromRow = (raw: Record<string, unknown>): ContactRow => ({
     ...(raw as unknown as ContactRow),
     properties: dialect.readJson<Record<string, unknown>>(raw.properties) ?? {},
@@ -81,29 +70,6 @@ export function createContactStore(dialect: Dialect, limits: ContactLimits) {
     return byContact;
   }
 
-  /**
-   * The keys (sorted) that may still become contacts: a workspace with a `contact_limit` takes new contacts
-   * only up to it. Several processes creating at the same moment may overshoot by their concurrent inserts.
-   */
-  async function withinContactLimits(db: Db, keys: string[]): Promise<string[]> {
-    if (keys.length === 0) return keys;
-    const room = new Map<string, number>();
-    for (const workspaceId of new Set(keys.map((key) => key.split('\u0000')[0]!))) {
-      const limit = await limits.contactLimitOf(db, workspaceId);
-      if (limit === null) continue;
-      const [{ n }] = (await db('contacts').where({ workspace_id: workspaceId }).count({ n: '*' })) as [{ n: number | string }];
-      room.set(workspaceId, Math.max(0, limit - Number(n)));
-    }
-    if (room.size === 0) return keys;
-    return keys.filter((key) => {
-      const workspaceId = key.split('\u0000')[0]!;
-      const left = room.get(workspaceId);
-      if (left === undefined) return true;
-      room.set(workspaceId, left - 1);
-      return left > 0;
-    });
-  }
-
   function toContact(row: ContactRow, anonymousIds: string[]): Contact {
     return {
       id: row.id,
@@ -122,89 +88,33 @@ export function createContactStore(dialect: Dialect, limits: ContactLimits) {
   return {
     fromRow,
 
-    /**
-     * Finds the contact of each seed's email, creating the missing ones. A seed whose contact would pass the
-     * workspace's contact limit is left out of the result. Race-free: creation is an insert
-     * that yields to the unique (workspace_id, email_key) index, and a lost race re-reads the winner's row.
-     * With `lock`, for callers that go on to change the rows, existing rows stay locked (PostgreSQL) until the
-     * transaction ends; keys are taken in sorted order, so concurrent batches cannot deadlock.
-     */
-    async ensure(db: Db, seeds: ContactSeed[], { lock }: { lock: boolean }): Promise<Map<string, EnsuredContact>> {
-      const firstSeed = new Map<string, ContactSeed>();
-      for (const seed of seeds) {
-        const key = contactKey(seed.workspaceId, seed.email);
-        if (!firstSeed.has(key)) firstSeed.set(key, seed);
-      }
-      const keys = [...firstSeed.keys()].sort();
-      const pairOf = (key: string) => key.split('\u0000') as [string, string];
-      const found = new Map<string, EnsuredContact>();
-      const remember = (row: ContactRow, created: boolean) =>
-        found.set(`${row.workspace_id}\u0000${row.email_key}`, { row, created });
+    /** Contacts of (workspace, email key) pairs; with `lock`, locked (PostgreSQL) until the transaction ends. */
+    findByKeys: (db: Db, pairs: [string, string][], { lock }: { lock: boolean }) => selectByKeys(db, pairs, lock),
 
-      for (const row of await selectByKeys(db, keys.map(pairOf), lock)) remember(row, false);
-      const now = Date.now();
-      const creatable = await withinContactLimits(db, keys.filter((key) => !found.has(key)));
-      const missing: ContactRow[] = creatable
-        .map((key) => {
-          const seed = firstSeed.get(key)!;
-          return {
-            id: uuidv7(now),
-            workspace_id: seed.workspaceId,
-            email: seed.email.trim(),
-            email_key: emailKey(seed.email),
-            properties: seed.properties,
-            subscription_status: seed.subscriptionStatus,
-            source: seed.source,
-            lifetime_revenue: 0,
-            orders_count: 0,
-            created_at: now,
-            updated_at: now,
-          };
-        });
-      if (missing.length === 0) return found;
-
+    /** Inserts contacts, yielding to the unique (workspace_id, email_key) index; returns the ids written. */
+    async insertIgnoringConflicts(db: Db, rows: ContactRow[]): Promise<Set<string>> {
       const insertedIds = new Set<string>();
-      for (const part of chunk(missing, chunkSizeFor(dialect, 11))) {
-        const rows = part.map((row) => ({ ...row, properties: dialect.writeJson(row.properties) }));
+      for (const part of chunk(rows, chunkSizeFor(dialect, 11))) {
         const returned = await db('contacts')
-          .insert(rows)
+          .insert(part.map((row) => ({ ...row, properties: dialect.writeJson(row.properties) })))
           .onConflict(['workspace_id', 'email_key'])
           .ignore()
           .returning('id');
         for (const r of returned as Array<{ id: string }>) insertedIds.add(r.id);
       }
-      const lostRaces: [string, string][] = [];
-      const createdRows: ContactRow[] = [];
-      for (const row of missing) {
-        if (insertedIds.has(row.id)) {
-          remember(row, true);
-          createdRows.push(row);
-        } else lostRaces.push([row.workspace_id, row.email_key]);
-      }
-      // A contact's first status is a change like any other: recorded with time and origin.
-      await insertRows(
-        db,
-        dialect,
-        'subscription_changes',
-        createdRows.map((row) => ({
-          contact_id: row.id,
-          from_status: null,
-          to_status: row.subscription_status,
-          origin: `create:${row.source ?? 'unknown'}`,
-          created_at: now,
-        })),
-      );
-      for (const row of await selectByKeys(db, lostRaces, lock)) remember(row, false);
-      return found;
+      return insertedIds;
+    },
+
+    async countInWorkspace(db: Db, workspaceId: string): Promise<number> {
+      const [{ n }] = (await db('contacts').where({ workspace_id: workspaceId }).count({ n: '*' })) as [{ n: number | string }];
+      return Number(n);
     },
 
     /** Existing contacts of (workspace, email) pairs, by `contactKey`; one query per workspace. Never creates. */
     async findByEmails(db: Db, pairs: Array<readonly [string, string]>): Promise<Map<string, ContactRow>> {
-      const keys = [...new Set(pairs.map(([workspaceId, email]) => `${workspaceId}\u0000${emailKey(email)}`))];
+      const keys = [...new Set(pairs.map(([workspaceId, email]) => contactKey(workspaceId, email)))];
       const found = new Map<string, ContactRow>();
-      for (const row of await selectByKeys(db, keys.map((key) => key.split('\u0000') as [string, string]), false)) {
-        found.set(`${row.workspace_id}\u0000${row.email_key}`, row);
-      }
+      for (const row of await selectByKeys(db, keys.map(pairOf), false)) found.set(compositeKey(row.workspace_id, row.email_key), row);
       return found;
     },
 
@@ -233,17 +143,19 @@ export function createContactStore(dialect: Dialect, limits: ContactLimits) {
       await db('contacts').where({ id }).update(patch);
     },
 
-    async recordStatusChange(
-      db: Db,
-      change: { contactId: string; from: SubscriptionStatus | null; to: SubscriptionStatus; origin: string },
-    ): Promise<void> {
-      await db('subscription_changes').insert({
-        contact_id: change.contactId,
-        from_status: change.from,
-        to_status: change.to,
-        origin: change.origin,
-        created_at: Date.now(),
-      });
+    async recordStatusChanges(db: Db, changes: StatusChange[]): Promise<void> {
+      await insertRows(
+        db,
+        dialect,
+        'subscription_changes',
+        changes.map((change) => ({
+          contact_id: change.contactId,
+          from_status: change.from,
+          to_status: change.to,
+          origin: change.origin,
+          created_at: change.at,
+        })),
+      );
     },
 
     /** Claims anonymous ids for contacts; an id already claimed keeps its first owner. */
@@ -251,7 +163,7 @@ export function createContactStore(dialect: Dialect, limits: ContactLimits) {
       if (links.length === 0) return new Map<string, string>();
       const now = Date.now();
       const sorted = [...links].sort((a, b) =>
-        `${a.workspaceId}\u0000${a.anonymousId}` < `${b.workspaceId}\u0000${b.anonymousId}` ? -1 : 1,
+        compositeKey(a.workspaceId, a.anonymousId) < compositeKey(b.workspaceId, b.anonymousId) ? -1 : 1,
       );
       for (const part of chunk(sorted, chunkSizeFor(dialect, 4))) {
         await db('contact_anonymous_ids')
@@ -272,7 +184,7 @@ export function createContactStore(dialect: Dialect, limits: ContactLimits) {
       );
     },
 
-    /** `workspace\0anonymous_id` → owning contact id. */
+    /** `compositeKey(workspace, anonymous_id)` → owning contact id. */
     async ownersOfAnonymousIds(db: Db, pairs: [string, string][]): Promise<Map<string, string>> {
       const owners = new Map<string, string>();
       for (const [workspaceId, anonymousIds] of byWorkspace(pairs, PAIRS_PER_QUERY)) {
@@ -280,7 +192,7 @@ export function createContactStore(dialect: Dialect, limits: ContactLimits) {
           .where({ workspace_id: workspaceId })
           .whereIn('anonymous_id', anonymousIds)
           .select('workspace_id', 'anonymous_id', 'contact_id');
-        for (const row of rows) owners.set(`${row.workspace_id}\u0000${row.anonymous_id}`, row.contact_id);
+        for (const row of rows) owners.set(compositeKey(row.workspace_id, row.anonymous_id), row.contact_id);
       }
       return owners;
     },

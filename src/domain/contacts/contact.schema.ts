@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emailSchema, jsonObject, text } from '../shared/validate.js';
+import { emailSchema, jsonObject, looseText, text } from '../shared/validate.js';
 
 export const SUBSCRIPTION_STATUSES = ['subscribed', 'unsubscribed', 'non_subscribed'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
@@ -33,7 +33,7 @@ export const updateContactSchema = z.object({
 });
 export type UpdateContactInput = z.infer<typeof updateContactSchema>;
 
-export const contactListQuerySchema = z.object({ email: z.string().trim().max(320).optional() });
+export const contactListQuerySchema = z.object({ email: looseText(320).optional() });
 
 /** The contact record of the management API (CONTRACT §3). */
 export interface Contact {

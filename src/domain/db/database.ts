@@ -4,6 +4,9 @@ import type { Dialect } from './dialect/dialect.js';
 import { sqliteDialect } from './dialect/sqlite.js';
 import { postgresDialect } from './dialect/postgres.js';
 
+/** What stores and services query through: the pool, or the caller's transaction. */
+export type Db = Knex | Knex.Transaction;
+
 export interface Database {
   knex: Knex;
   dialect: Dialect;

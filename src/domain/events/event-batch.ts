@@ -9,7 +9,7 @@ import { ValidationError } from '../errors.js';
 import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { uuidv7 } from '../shared/ids.js';
-import { describeIssue } from '../shared/validate.js';
+import { parseRows, rowField } from '../shared/validate.js';
 import {
   batchEventSchema,
   correctEventSchema,
@@ -19,7 +19,8 @@ import {
   type EventRecord,
 } from './event.schema.js';
 import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
-import type { EventWrite } from './event-service.js';
+import type { EventWrite, EventWriteResult } from './event-write.js';
+import { compositeKey } from '../shared/keys.js';
 
 export interface BatchRowError {
   index: number;
@@ -65,27 +66,7 @@ function eventsOf(body: unknown): unknown[] {
   return list;
 }
 
-/** Validates each row alone: a bad row becomes an error entry naming its field, the others go on. */
-function parseRows<S extends z.ZodType>(schema: S, list: unknown[], errors: BatchRowError[]) {
-  const valid: Array<{ index: number; input: z.output<S> }> = [];
-  list.forEach((raw, index) => {
-    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
-      errors.push({ index, email: '', error: `invalid request: events[${index}] must be an object` });
-      return;
-    }
-    const parsed = schema.safeParse(raw);
-    if (parsed.success) valid.push({ index, input: parsed.data });
-    else {
-      const email = (raw as { email?: unknown } | null)?.email;
-      errors.push({
-        index,
-        email: typeof email === 'string' ? email : '',
-        error: `invalid request: ${describeIssue(parsed.error.issues[0]!)}`,
-      });
-    }
-  });
-  return valid;
-}
+const rowError = (index: number, raw: unknown, error: string): BatchRowError => ({ index, email: rowField(raw, 'email') ?? '', error });
 
 /** Replacement properties always carry the row's dedupe_key, so the event keeps matching its key. */
 function withDedupeKey(properties: Record<string, unknown>, dedupeKey: string): Record<string, unknown> {
@@ -94,12 +75,12 @@ function withDedupeKey(properties: Record<string, unknown>, dedupeKey: string): 
 
 export function createEventBatches(deps: {
   writer: WriteBatcher;
-  events: EventStore;
-  contacts: ContactStore;
-  recordEvents: BatchHandler<EventWrite, { record: EventRecord } | { error: string }>;
+  eventStore: EventStore;
+  contactStore: ContactStore;
+  recordEvents: BatchHandler<EventWrite, EventWriteResult>;
   activity: ProductActivity;
 }) {
-  const { writer, events, contacts, recordEvents, activity } = deps;
+  const { writer, eventStore, contactStore, recordEvents, activity } = deps;
 
   /** POST rows set-based in one transaction: a dedupe lookup, then the shared event handler. */
   async function recordRows(
@@ -113,10 +94,10 @@ export function createEventBatches(deps: {
     const dedupeOf = (input: BatchEventInput) => dedupeKeyOf(input.properties ?? {});
     const keyOf = (input: BatchEventInput) => {
       const dedupe = dedupeOf(input);
-      return dedupe === null ? null : `${emailKey(input.email)}\u0000${input.event_name}\u0000${dedupe}`;
+      return dedupe === null ? null : compositeKey(emailKey(input.email), input.event_name, dedupe);
     };
     const withKey = rows.filter((r) => dedupeOf(r.input) !== null);
-    const seen = await events.storedDedupeKeys(trx, workspaceId, {
+    const seen = await eventStore.storedDedupeKeys(trx, workspaceId, {
       emailKeys: [...new Set(withKey.map((r) => emailKey(r.input.email)))],
       eventNames: [...new Set(withKey.map((r) => r.input.event_name))],
       dedupeKeys: [...new Set(withKey.map((r) => dedupeOf(r.input)!))],
@@ -163,17 +144,17 @@ export function createEventBatches(deps: {
     upsert: boolean,
     result: CorrectResult,
   ) {
-    const owners = await contacts.findByEmails(
+    const owners = await contactStore.findByEmails(
       trx,
       rows.map((r) => [workspaceId, r.input.email] as const),
     );
     const contactIds = [...new Set([...owners.values()].map((c) => c.id))];
-    const stored = await events.findByDedupeKeys(trx, workspaceId, {
+    const stored = await eventStore.findByDedupeKeys(trx, workspaceId, {
       contactIds,
       eventNames: [...new Set(rows.map((r) => r.input.event_name))],
       dedupeKeys: [...new Set(rows.map((r) => r.input.dedupe_key))],
     });
-    const matchKey = (contactId: string, eventName: string, dedupeKey: string) => `${contactId}\u0000${eventName}\u0000${dedupeKey}`;
+    const matchKey = (contactId: string, eventName: string, dedupeKey: string) => compositeKey(contactId, eventName, dedupeKey);
     const byKey = new Map<string, EventRow[]>();
     for (const row of stored) {
       const key = matchKey(row.contact_id!, row.event_name, row.dedupe_key!);
@@ -237,8 +218,8 @@ export function createEventBatches(deps: {
       if (anyChange) result.updated++;
       else result.skipped++;
     }
-    await events.insert(trx, inserts);
-    await events.applyPatches(trx, [...changed.values()]);
+    await eventStore.insert(trx, inserts);
+    await eventStore.applyPatches(trx, [...changed.values()]);
     for (const row of [...stored, ...inserts]) views.event(row, 1);
     await activity.record(trx, views);
   }
@@ -252,7 +233,8 @@ export function createEventBatches(deps: {
     async recordBatch(workspaceId: string, body: unknown, options: { fireTriggers?: boolean } = {}): Promise<BatchResult> {
       const list = eventsOf(body);
       const result: BatchResult = { processed: 0, skipped: 0, errors: [] };
-      const valid = parseRows(batchEventSchema, list, result.errors);
+      const { valid, errors } = parseRows(batchEventSchema, 'events', list, rowError);
+      result.errors.push(...errors);
       if (valid.length > 0) {
         // Counted inside the unit of work: a group commit that is retried recounts from zero.
         const written = await writer.run(async (trx) => {
@@ -277,7 +259,8 @@ export function createEventBatches(deps: {
       const upsert = (body as { upsert?: unknown }).upsert;
       if (upsert !== undefined && typeof upsert !== 'boolean') throw new ValidationError('invalid request: upsert must be a boolean');
       const result: CorrectResult = { updated: 0, inserted: 0, skipped: 0, errors: [] };
-      const valid = parseRows(correctEventSchema, list, result.errors);
+      const { valid, errors } = parseRows(correctEventSchema, 'events', list, rowError);
+      result.errors.push(...errors);
       if (valid.length > 0) {
         const written = await writer.run(async (trx) => {
           const counts: CorrectResult = { updated: 0, inserted: 0, skipped: 0, errors: [] };

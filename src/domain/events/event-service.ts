@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { EnsureContacts } from '../contacts/contact-service.js';
 import type { ContactStore } from '../contacts/contact-store.js';
 import { contactKey } from '../contacts/contact-store.js';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
@@ -20,33 +21,8 @@ import type { IdentityTokenService } from '../identity-tokens/identity-token-ser
 import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { createEventBatches } from './event-batch.js';
-
-/**
- * Who an event belongs to: a known contact, an email (found or created), an email of an existing contact
- * (never created: the batch endpoint), or an anonymous visitor.
- */
-export type EventOwner =
-  | { contactId: string }
-  | { email: string; anonymousId?: string }
-  | { existingEmail: string }
-  | { anonymousId: string };
-
-export interface EventWrite {
-  workspaceId: string;
-  owner: EventOwner;
-  eventName: string;
-  properties: Record<string, unknown>;
-  source: string | null;
-  occurredAt: number;
-  /** False for history backfills: stored without firing flow triggers. */
-  fireTrigger: boolean;
-  /** `source` of a contact this event creates. */
-  contactSource: string;
-  /** Sent through the public Collect API: a `shipping_information` event from there never changes an order. */
-  viaCollect?: boolean;
-}
-
-type EventWriteResult = { record: EventRecord } | { error: 'contact not found' | 'contact limit reached' };
+import type { EventOwner, EventWrite, EventWriteResult } from './event-write.js';
+import { compositeKey } from '../shared/keys.js';
 
 /** Source of contacts created by an event that names an unseen email through the Collect API. */
 const COLLECT_SOURCE = 'collect';
@@ -54,8 +30,9 @@ const COLLECT_SOURCE = 'collect';
 export function createEventService(deps: {
   knex: Knex;
   writer: WriteBatcher;
-  events: EventStore;
-  contacts: ContactStore;
+  eventStore: EventStore;
+  contactStore: ContactStore;
+  ensureContacts: EnsureContacts;
   outbox: TriggerOutbox;
   /** Sets the Shipping Status of orders named by stored `shipping_information` events (shipments noun). */
   applyShippingEvents: ApplyShippingEvents;
@@ -63,7 +40,7 @@ export function createEventService(deps: {
   activity: ProductActivity;
   identityTokens: IdentityTokenService;
 }) {
-  const { knex, writer, events, contacts, outbox, applyShippingEvents, activity, identityTokens } = deps;
+  const { knex, writer, eventStore, contactStore, ensureContacts, outbox, applyShippingEvents, activity, identityTokens } = deps;
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace. */
   async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[]) {
@@ -76,7 +53,7 @@ export function createEventService(deps: {
     }
     const known = new Set<string>();
     for (const [workspaceId, ids] of idsByWorkspace) {
-      for (const row of await contacts.findByIds(trx, workspaceId, ids)) known.add(`${workspaceId}\u0000${row.id}`);
+      for (const row of await contactStore.findByIds(trx, workspaceId, ids)) known.add(compositeKey(workspaceId, row.id));
     }
     return known;
   }
@@ -87,11 +64,11 @@ export function createEventService(deps: {
    */
   const recordEvents: BatchHandler<EventWrite, EventWriteResult> = async (trx, writes) => {
     const knownIds = await existingContactIds(trx, writes);
-    const existingByEmail = await contacts.findByEmails(
+    const existingByEmail = await contactStore.findByEmails(
       trx,
       writes.flatMap((w) => ('existingEmail' in w.owner ? [[w.workspaceId, w.owner.existingEmail] as const] : [])),
     );
-    const ensured = await contacts.ensure(
+    const ensured = await ensureContacts(
       trx,
       writes.flatMap((w) =>
         'email' in w.owner
@@ -110,7 +87,7 @@ export function createEventService(deps: {
       { lock: false },
     );
 
-    const anonymousOwners = await contacts.ownersOfAnonymousIds(
+    const anonymousOwners = await contactStore.ownersOfAnonymousIds(
       trx,
       writes.flatMap((w) => ('anonymousId' in w.owner && !('email' in w.owner) ? [[w.workspaceId, w.owner.anonymousId]] : [])) as [
         string,
@@ -125,7 +102,7 @@ export function createEventService(deps: {
       let contactId: string | null;
       let anonymousId: string | null = null;
       if ('contactId' in w.owner) {
-        if (!knownIds.has(`${w.workspaceId}\u0000${w.owner.contactId}`)) return { error: 'contact not found' };
+        if (!knownIds.has(compositeKey(w.workspaceId, w.owner.contactId))) return { error: 'contact not found' };
         contactId = w.owner.contactId;
       } else if ('email' in w.owner) {
         const owner = ensured.get(contactKey(w.workspaceId, w.owner.email));
@@ -138,7 +115,7 @@ export function createEventService(deps: {
         contactId = owner.id;
       } else {
         anonymousId = w.owner.anonymousId;
-        contactId = anonymousOwners.get(`${w.workspaceId}\u0000${anonymousId}`) ?? null;
+        contactId = anonymousOwners.get(compositeKey(w.workspaceId, anonymousId)) ?? null;
       }
       const row: EventRow = {
         id: uuidv7(now),
@@ -166,12 +143,12 @@ export function createEventService(deps: {
           at: now,
         });
       }
-      return { record: events.toRecord(row as unknown as Record<string, unknown>) };
+      return { record: eventStore.toRecord(row as unknown as Record<string, unknown>) };
     });
     // Independent statements: queued on the connection together, without a round through the event loop between.
     const views = new ActivityDelta();
     for (const row of rows) views.event(row, 1);
-    await Promise.all([events.insert(trx, rows), outbox.record(trx, facts), activity.record(trx, views)]);
+    await Promise.all([eventStore.insert(trx, rows), outbox.record(trx, facts), activity.record(trx, views)]);
     await applyShippingEvents(trx, writes.filter((w, i) => !w.viaCollect && 'record' in results[i]!));
     return results;
   };
@@ -188,7 +165,7 @@ export function createEventService(deps: {
     recordEvents,
 
     /** POST and PUT /api/v1/events/batch, `emk events import|correct`: see event-batch.ts. */
-    ...createEventBatches({ writer, events, contacts, recordEvents, activity }),
+    ...createEventBatches({ writer, eventStore, contactStore, recordEvents, activity }),
 
     /** POST /collect/event: attach by contact_id, else email (created if unseen), else anonymous_id. */
     async collect(workspaceId: string, body: unknown): Promise<EventRecord> {
@@ -232,7 +209,7 @@ export function createEventService(deps: {
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<EventRecord>> {
       const filter = parseInput(eventListQuerySchema, query);
-      const { rows, total } = await events.list(knex, workspaceId, filter, paging);
+      const { rows, total } = await eventStore.list(knex, workspaceId, filter, paging);
       return toPage(rows, total, paging);
     },
   };

@@ -5,6 +5,7 @@ import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { EventRecord } from './event.schema.js';
+import { compositeKey } from '../shared/keys.js';
 
 type Db = Knex | Knex.Transaction;
 
@@ -74,7 +75,7 @@ export function createEventStore(dialect: Dialect) {
           .select('contacts.email_key', 'events.event_name', 'events.dedupe_key');
         for (const row of rows) {
           if (wanted.has(row.email_key) && names.has(row.event_name)) {
-            found.add(`${row.email_key}\u0000${row.event_name}\u0000${row.dedupe_key}`);
+            found.add(compositeKey(row.email_key, row.event_name, row.dedupe_key));
           }
         }
       }

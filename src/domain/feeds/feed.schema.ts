@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { text } from '../shared/validate.js';
+import { MAX_INT, MAX_MONEY } from '../shared/numbers.js';
+import { looseText, storableString, text } from '../shared/validate.js';
 
 /**
  * Saved product feeds (the spec's "Product feeds (management)"). Input is strict about types: a value the
@@ -36,15 +37,13 @@ export type MetadataOperator = (typeof METADATA_OPERATORS)[number];
 
 export const DEFAULT_MAX_ITEMS = 10;
 export const MAX_MAX_ITEMS = 100;
-const MAX_PRICE = 1e12;
-const MAX_INT = 2_147_483_647;
 
 const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
   z.enum(values, { error: `must be one of ${values.join(', ')}` });
 
 const blankAsNull = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? null : value);
 
-const price = z.number().min(0, 'must not be negative').max(MAX_PRICE, `must be at most ${MAX_PRICE}`).nullable();
+const price = z.number().min(0, 'must not be negative').max(MAX_MONEY, `must be at most ${MAX_MONEY}`).nullable();
 const stock = z.number().int().min(-MAX_INT, `must be at least ${-MAX_INT}`).max(MAX_INT, `must be at most ${MAX_INT}`).nullable();
 
 const categoryList = z.preprocess(
@@ -55,7 +54,7 @@ const categoryList = z.preprocess(
 /** Product metadata values are text; a number or boolean condition value is compared as its text. */
 const conditionValue = z.preprocess(
   (value) => (typeof value === 'number' || typeof value === 'boolean' ? String(value) : value),
-  z.string().max(10_000, 'must be at most 10000 characters'),
+  storableString().max(10_000, 'must be at most 10000 characters'),
 );
 
 export const metadataConditionSchema = z
@@ -105,7 +104,7 @@ const feedFields = {
   stock_min: stock,
   stock_max: stock,
   stock_status: z.preprocess(blankAsNull, oneOf(STOCK_STATUSES).nullable()),
-  source: z.preprocess(blankAsNull, z.string().trim().max(400, 'must be at most 400 characters').nullable()),
+  source: z.preprocess(blankAsNull, looseText(400).nullable()),
   metadata: z.preprocess((value) => (value === null ? [] : value), z.array(metadataConditionSchema).max(100, 'must have at most 100 entries')),
   variant_options: variantOptions,
   variant_in_stock: z.boolean(),
@@ -133,7 +132,7 @@ export const feedGetQuerySchema = z.object({ preview: count(MAX_MAX_ITEMS).optio
 
 /** GET /product-feeds/{id}/products?contact_id=&limit= */
 export const feedProductsQuerySchema = z.object({
-  contact_id: z.string().trim().max(64).optional(),
+  contact_id: looseText(64).optional(),
   limit: count(MAX_MAX_ITEMS).optional(),
 });
 

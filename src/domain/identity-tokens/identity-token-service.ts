@@ -13,8 +13,8 @@ export type { IdentityClaims } from './identity-token.schema.js';
  * Identity tokens: the `_ir_id` value a sent message carries, tying a later visit or order to the contact and
  * the message (campaign or flow) that issued it. Signed with the workspace secret; nothing is stored.
  */
-export function createIdentityTokenService(deps: { knex: Knex; store: IdentityTokenStore; contacts: ContactStore }) {
-  const { knex, store, contacts } = deps;
+export function createIdentityTokenService(deps: { knex: Knex; store: IdentityTokenStore; contactStore: ContactStore }) {
+  const { knex, store, contactStore } = deps;
   // A workspace's secret does not change; the cache spares the webhook a query per order.
   const secrets = new TtlCache<string, string>(60_000);
 
@@ -52,7 +52,7 @@ export function createIdentityTokenService(deps: { knex: Knex; store: IdentityTo
       const secret = await secretOf(db, workspaceId);
       if (!secret) return null;
       const claims = decodeIdentityToken(secret, workspaceId, token);
-      if (!claims || !(await contacts.findById(db, workspaceId, claims.contactId))) return null;
+      if (!claims || !(await contactStore.findById(db, workspaceId, claims.contactId))) return null;
       return claims;
     },
   };

@@ -1,7 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
-import type { Dialect } from '../db/dialect/dialect.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
@@ -14,7 +13,7 @@ import {
   type Integration,
   type WebhookIntegration,
 } from './integration.schema.js';
-import { createIntegrationStore, type IntegrationRow } from './integration-store.js';
+import type { IntegrationRow, IntegrationStore } from './integration-store.js';
 
 export type { CreatedIntegration, Integration, WebhookIntegration } from './integration.schema.js';
 
@@ -43,11 +42,10 @@ function sameHash(a: string, b: string): boolean {
 /** Store integrations (a Website integration per shop); each has its own webhook key. */
 export function createIntegrationService(deps: {
   knex: Knex;
-  dialect: Dialect;
+  store: IntegrationStore;
   writeTransaction: Database['writeTransaction'];
 }) {
-  const { knex, writeTransaction } = deps;
-  const store = createIntegrationStore(deps.dialect);
+  const { knex, store, writeTransaction } = deps;
   // Integration id → its row, for the webhook's hot path. Changes made here drop the entry at once.
   const cache = new TtlCache<string, IntegrationRow>(CACHE_TTL_MS);
 

@@ -1,72 +1,25 @@
 import type { Knex } from 'knex';
-import type { ContactStore } from '../contacts/contact-store.js';
-import { contactKey } from '../contacts/contact-store.js';
+import type { EnsureContacts } from '../contacts/contact-service.js';
+import { contactKey, type ContactStore } from '../contacts/contact-store.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError, ValidationError } from '../errors.js';
+import { ActivityDelta } from '../recommendations/activity-delta.js';
+import type { ProductActivity } from '../recommendations/product-activity.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
-import { describeIssue, parseInput } from '../shared/validate.js';
-import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
+import { parseInput, parseRows, rowField } from '../shared/validate.js';
+import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
   createOrderSchema,
   MAX_SYNC_ORDERS,
   orderListQuerySchema,
-  orderNumberKey,
   syncOrderSchema,
   toOrderItem,
   type Order,
-  type OrderItem,
   type SyncOrderInput,
 } from './order.schema.js';
-import type { OrderRow, OrderStore } from './order-store.js';
-import { ActivityDelta, type OrderActivity } from '../recommendations/activity-delta.js';
-import type { ProductActivity } from '../recommendations/product-activity.js';
-
-/** What the last-touch engine credits an order to (CONTRACT §4). */
-export interface OrderAttribution {
-  campaign_id: string | null;
-  flow_id: string | null;
-  message_id: string | null;
-  kind: 'click' | 'open';
-}
-
-export type AttributeOrders = (
-  trx: Knex.Transaction,
-  workspaceId: string,
-  orders: Array<{ id: string; contactId: string; orderedAt: number }>,
-) => Promise<Map<string, OrderAttribution | null>>;
-
-/** Which webhook order event (or a historical sync row) a change comes from. */
-export type OrderChangeKind = 'placed' | 'fulfilled' | 'cancelled' | 'refunded' | 'sync';
-
-/** A webhook or sync write to the order with this external id (its upsert key). */
-export interface OrderChange {
-  workspaceId: string;
-  /** The owner if the order is new. An existing order keeps its contact (spec rule 6). */
-  contactId: string;
-  upsertKey: string;
-  origin: 'webhook' | 'sync';
-  platform: string;
-  integrationId: string | null;
-  kind: OrderChangeKind;
-  fields: {
-    order_number?: string | null;
-    total_amount?: number;
-    currency?: string;
-    status?: string;
-    ordered_at?: number;
-    items?: OrderItem[];
-    /** Refunded so far (cumulative). */
-    refunded_amount?: number;
-    /** This refund alone, added to what was refunded before. */
-    refund_amount?: number;
-  };
-  at: number;
-}
-
-export type OrderChangeResult =
-  | { orderId: string; outcome: 'inserted' | 'updated' | 'unchanged' }
-  | { outcome: 'invalid'; error: string };
+import type { OrderStore } from './order-store.js';
+import { orderPlacedFact, orderRow, salesOf, type OrderChange, type OrderUpsert } from './order-upsert.js';
 
 export interface SyncResult {
   inserted: number;
@@ -75,296 +28,117 @@ export interface SyncResult {
   errors: Array<{ index: number; external_id: string | null; error: string }>;
 }
 
-/** What an order counts in the recommendation aggregates. */
-const salesOf = (row: Pick<OrderRow, 'workspace_id' | 'ordered_at' | 'cancelled_at'>, items: OrderItem[]): OrderActivity => ({
-  workspaceId: row.workspace_id,
-  orderedAt: row.ordered_at,
-  items,
-  cancelled: row.cancelled_at !== null,
-});
-
-const sameItems = (a: OrderItem[], b: OrderItem[]) => JSON.stringify(a) === JSON.stringify(b);
-
-/** Splits changes into rounds so each round holds one change per order, applied in arrival order. */
-function rounds(changes: OrderChange[]): number[][] {
-  const seen = new Map<string, number>();
-  const out: number[][] = [];
-  changes.forEach((change, i) => {
-    const key = `${change.workspaceId}\u0000${change.upsertKey}`;
-    const round = seen.get(key) ?? 0;
-    seen.set(key, round + 1);
-    (out[round] ??= []).push(i);
-  });
-  return out;
+/** Thrown to roll a dry run back once its counts are known. */
+class DryRunDone {
+  constructor(readonly result: SyncResult) {}
 }
 
+/** The order verbs of the management API and historical sync; the upsert engine lives in order-upsert.ts. */
 export function createOrderService(deps: {
   knex: Knex;
   writer: WriteBatcher;
-  orders: OrderStore;
-  contacts: ContactStore;
+  writeTransaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => Promise<T>;
+  orderStore: OrderStore;
+  contactStore: ContactStore;
+  ensureContacts: EnsureContacts;
+  upsert: OrderUpsert;
   outbox: TriggerOutbox;
-  attributeOrders: AttributeOrders;
-  /** Units sold and co-occurrence feed the recommendation aggregates, in the same transaction. */
   activity: ProductActivity;
 }) {
-  const { knex, writer, orders, contacts, outbox, attributeOrders, activity } = deps;
+  const { knex, writer, writeTransaction, orderStore, contactStore, ensureContacts, upsert, outbox, activity } = deps;
 
-  /** The stored row after applying a change to an existing order; null when nothing differs. */
-  function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange): Partial<OrderRow> | null {
-    const f = change.fields;
-    const patch: Partial<OrderRow> = {};
-    const total = f.total_amount ?? row.total_amount;
-    if (f.total_amount !== undefined && f.total_amount !== row.total_amount) patch.total_amount = f.total_amount;
-    if (f.currency !== undefined && f.currency !== row.currency) patch.currency = f.currency;
-    if (f.order_number !== undefined && f.order_number !== row.order_number) {
-      patch.order_number = f.order_number;
-      patch.order_number_key = orderNumberKey(f.order_number);
-    }
-    if (change.kind === 'cancelled' && row.cancelled_at === null) patch.cancelled_at = change.at;
-    if (change.kind === 'refunded') {
-      const refunded =
-        f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total);
-      const capped = Math.min(Math.max(refunded, 0), total);
-      if (capped !== row.refunded_amount) patch.refunded_amount = capped;
-    }
-    // The merchant's status is stored as sent; cancellation and refunds live in their own fields.
-    if (f.status !== undefined && f.status !== row.status) patch.status = f.status;
-    const itemsChanged = f.items !== undefined && !sameItems(f.items, storedItems);
-    return Object.keys(patch).length > 0 || itemsChanged ? patch : null;
-  }
-
-  function newRow(change: OrderChange): OrderRow | null {
-    const f = change.fields;
-    if (f.total_amount === undefined) return null;
-    const orderNumber = f.order_number ?? null;
-    const total = f.total_amount;
-    const refunded =
-      change.kind === 'refunded' ? Math.min(f.refunded_amount ?? f.refund_amount ?? total, total) : 0;
-    return {
-      id: uuidv7(change.at),
-      workspace_id: change.workspaceId,
-      contact_id: change.contactId,
-      platform: change.platform,
-      integration_id: change.integrationId,
-      origin: change.origin,
-      upsert_key: change.upsertKey,
-      external_id: change.upsertKey,
-      order_number: orderNumber,
-      order_number_key: orderNumberKey(orderNumber),
-      total_amount: total,
-      currency: f.currency ?? '',
-      status: f.status ?? '',
-      ordered_at: f.ordered_at ?? change.at,
-      attributed_campaign_id: null,
-      attributed_flow_id: null,
-      attributed_message_id: null,
-      attribution_kind: null,
-      shipping_status: null,
-      refunded_amount: refunded,
-      cancelled_at: change.kind === 'cancelled' ? change.at : null,
-      created_at: change.at,
-      updated_at: change.at,
-    };
-  }
-
-  /** One round: each order key at most once. Returns the keys that lost an insert race (to retry as updates). */
-  async function applyRound(trx: Knex.Transaction, changes: OrderChange[], positions: number[], results: OrderChangeResult[]) {
-    const byWorkspace = new Map<string, number[]>();
-    for (const i of positions) {
-      const list = byWorkspace.get(changes[i]!.workspaceId) ?? [];
-      list.push(i);
-      byWorkspace.set(changes[i]!.workspaceId, list);
-    }
-    const lost: number[] = [];
-    const facts: TriggerFact[] = [];
-    const sales = new ActivityDelta();
-    for (const [workspaceId, indexes] of byWorkspace) {
-      const touchedContacts: string[] = [];
-      const existing = new Map(
-        (await orders.findByUpsertKeys(trx, workspaceId, indexes.map((i) => changes[i]!.upsertKey))).map((r) => [r.upsert_key!, r]),
-      );
-      const storedItems = await orders.itemsByOrder(
-        trx,
-        [...existing.values()].map((r) => r.id),
-      );
-
-      const fresh: Array<{ index: number; row: OrderRow }> = [];
-      for (const i of indexes) {
-        const change = changes[i]!;
-        const row = existing.get(change.upsertKey);
-        if (!row) {
-          const created = newRow(change);
-          if (created) fresh.push({ index: i, row: created });
-          else results[i] = { outcome: 'invalid', error: 'total_amount is required for a new order' };
-          continue;
-        }
-        const patch = patchFor(row, storedItems.get(row.id) ?? [], change);
-        if (!patch) {
-          results[i] = { orderId: row.id, outcome: 'unchanged' };
-          continue;
-        }
-        await orders.update(trx, row.id, { ...patch, updated_at: change.at });
-        if (change.fields.items !== undefined) await orders.replaceItems(trx, row, change.fields.items);
-        // What the order counted before comes out of the aggregates; what it counts now goes in.
-        const before = storedItems.get(row.id) ?? [];
-        sales.order(salesOf(row, before), -1).order(salesOf({ ...row, ...patch }, change.fields.items ?? before), 1);
-        touchedContacts.push(row.contact_id);
-        results[i] = { orderId: row.id, outcome: 'updated' };
-      }
-      if (fresh.length === 0) {
-        await orders.refreshContactTotals(trx, workspaceId, touchedContacts);
+  /** Writes valid sync rows in the caller's transaction; counts and row errors go into `result`. */
+  async function syncRows(trx: Knex.Transaction, workspaceId: string, valid: Array<{ index: number; input: SyncOrderInput }>, result: SyncResult) {
+    const owners = await ensureContacts(
+      trx,
+      valid.map(({ input }) => ({
+        workspaceId,
+        email: input.email,
+        properties: {},
+        subscriptionStatus: 'non_subscribed' as const,
+        source: 'sync',
+      })),
+      { lock: false },
+    );
+    const now = Date.now();
+    const changes: OrderChange[] = [];
+    const positions: number[] = [];
+    for (const { index, input } of valid) {
+      const owner = owners.get(contactKey(workspaceId, input.email));
+      if (!owner) {
+        result.errors.push({ index, external_id: input.external_id, error: 'contact limit reached' });
         continue;
       }
-
-      // Attribution runs once, when the order first arrives, from its ordered_at.
-      const credited = await attributeOrders(
-        trx,
+      positions.push(index);
+      changes.push({
         workspaceId,
-        fresh.map(({ row }) => ({ id: row.id, contactId: row.contact_id, orderedAt: row.ordered_at })),
-      );
-      for (const { row } of fresh) {
-        const credit = credited.get(row.id);
-        if (!credit) continue;
-        row.attributed_campaign_id = credit.campaign_id;
-        row.attributed_flow_id = credit.flow_id;
-        row.attributed_message_id = credit.message_id;
-        row.attribution_kind = credit.kind;
-      }
-      const insertedIds = await orders.insertIgnoringConflicts(
-        trx,
-        fresh.map((f) => f.row),
-        new Map(fresh.map(({ index, row }) => [row.id, changes[index]!.fields.items ?? []])),
-      );
-      for (const { index, row } of fresh) {
-        if (!insertedIds.has(row.id)) {
-          lost.push(index);
-          continue;
-        }
-        results[index] = { orderId: row.id, outcome: 'inserted' };
-        touchedContacts.push(row.contact_id);
-        sales.order(salesOf(row, changes[index]!.fields.items ?? []), 1);
-        // order_placed flows start for live webhook orders only: not for a cancelled order, and not for a
-        // historical backfill (a sync must not mail customers about last year's orders).
-        if (row.origin === 'webhook' && row.cancelled_at === null) facts.push(orderPlacedFact(row));
-      }
-      await orders.refreshContactTotals(trx, workspaceId, touchedContacts);
+        contactId: owner.row.id,
+        upsertKey: input.external_id,
+        origin: 'sync',
+        platform: input.platform ?? 'sync',
+        integrationId: null,
+        kind: 'sync',
+        fields: {
+          order_number: input.order_number,
+          total_amount: input.total_amount,
+          currency: input.currency,
+          status: input.status,
+          ordered_at: input.ordered_at,
+          ...(input.items ? { items: input.items.map(toOrderItem) } : {}),
+        },
+        at: now,
+      });
     }
-    await outbox.record(trx, facts);
-    await activity.record(trx, sales);
-    return lost;
+    const outcomes = await upsert.applyOrderChanges(trx, changes);
+    outcomes.forEach((outcome, k) => {
+      if (outcome.outcome === 'inserted') result.inserted++;
+      else if (outcome.outcome === 'updated') result.updated++;
+      else if (outcome.outcome === 'unchanged') result.skipped++;
+      else if (outcome.outcome === 'invalid') result.errors.push({ index: positions[k]!, external_id: changes[k]!.upsertKey, error: outcome.error });
+    });
   }
-
-  /**
-   * Webhook and historical-sync writes, set-based: orders are upserted by external id, a new order is
-   * attributed once and fires `order_placed`, an existing one is updated in place and keeps its contact, and
-   * every touched contact's lifetime revenue is recomputed from its orders.
-   */
-  async function applyOrderChanges(trx: Knex.Transaction, changes: OrderChange[]): Promise<OrderChangeResult[]> {
-    const results: OrderChangeResult[] = new Array(changes.length);
-    for (const positions of rounds(changes)) {
-      let pending = positions;
-      // An insert lost to a concurrent writer is applied again, now as an update of the winner's row.
-      for (let attempt = 0; pending.length > 0 && attempt < 3; attempt++) {
-        pending = await applyRound(trx, changes, pending, results);
-      }
-      if (pending.length > 0) throw new Error('order upsert did not settle');
-    }
-    return results;
-  }
-
-  const orderPlacedFact = (row: OrderRow): TriggerFact => ({
-    workspaceId: row.workspace_id,
-    triggerType: 'order_placed',
-    contactId: row.contact_id,
-    subjectType: 'order',
-    subjectId: row.id,
-    source: row.platform,
-    at: row.created_at,
-  });
 
   async function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
-    const result: SyncResult = { inserted: 0, updated: 0, skipped: 0, errors: [] };
-    const valid: Array<{ index: number; order: SyncOrderInput }> = [];
-    rows.forEach((raw, index) => {
-      const parsed = syncOrderSchema.safeParse(raw);
-      if (parsed.success) valid.push({ index, order: parsed.data });
-      else {
-        const externalId = (raw as { external_id?: unknown } | null)?.external_id;
-        result.errors.push({
-          index,
-          external_id: typeof externalId === 'string' || typeof externalId === 'number' ? String(externalId) : null,
-          error: `invalid request: ${describeIssue(parsed.error.issues[0]!)}`,
-        });
-      }
-    });
-    if (dryRun || valid.length === 0) return result;
-
-    await writer.run(async (trx) => {
-      const owners = await contacts.ensure(
-        trx,
-        valid.map(({ order }) => ({
-          workspaceId,
-          email: order.email,
-          properties: {},
-          subscriptionStatus: 'non_subscribed' as const,
-          source: 'sync',
-        })),
-        { lock: false },
-      );
-      const now = Date.now();
-      const changes: OrderChange[] = [];
-      const positions: number[] = [];
-      for (const { index, order } of valid) {
-        const owner = owners.get(contactKey(workspaceId, order.email));
-        if (!owner) {
-          result.errors.push({ index, external_id: order.external_id, error: 'contact limit reached' });
-          continue;
-        }
-        positions.push(index);
-        changes.push({
-          workspaceId,
-          contactId: owner.row.id,
-          upsertKey: order.external_id,
-          origin: 'sync',
-          platform: order.platform ?? 'sync',
-          integrationId: null,
-          kind: 'sync',
-          fields: {
-            order_number: order.order_number,
-            total_amount: order.total_amount,
-            currency: order.currency,
-            status: order.status,
-            ordered_at: order.ordered_at,
-            ...(order.items ? { items: order.items.map(toOrderItem) } : {}),
-          },
-          at: now,
-        });
-      }
-      const outcomes = await applyOrderChanges(trx, changes);
-      outcomes.forEach((outcome, k) => {
-        if (outcome.outcome === 'inserted') result.inserted++;
-        else if (outcome.outcome === 'updated') result.updated++;
-        else if (outcome.outcome === 'unchanged') result.skipped++;
-        else if ('error' in outcome) result.errors.push({ index: positions[k]!, external_id: changes[k]!.upsertKey, error: outcome.error });
-      });
-    });
+    const { valid, errors } = parseRows(syncOrderSchema, 'orders', rows, (index, raw, error) => ({
+      index,
+      external_id: rowField(raw, 'external_id'),
+      error,
+    }));
+    const result: SyncResult = { inserted: 0, updated: 0, skipped: 0, errors };
+    if (valid.length > 0) {
+      // Counted inside the unit of work: a group commit that is retried recounts from zero.
+      const unit = async (trx: Knex.Transaction) => {
+        const counts: SyncResult = { inserted: 0, updated: 0, skipped: 0, errors: [] };
+        await syncRows(trx, workspaceId, valid, counts);
+        return counts;
+      };
+      // A dry run does the whole write and rolls it back: its counts are what a real run would write now.
+      const written = dryRun
+        ? await writeTransaction(async (trx) => {
+            throw new DryRunDone(await unit(trx));
+          }).catch((error: unknown) => {
+            if (error instanceof DryRunDone) return error.result;
+            throw error;
+          })
+        : await writer.run(unit);
+      result.inserted = written.inserted;
+      result.updated = written.updated;
+      result.skipped = written.skipped;
+      result.errors.push(...written.errors);
+    }
     result.errors.sort((a, b) => a.index - b.index);
     return result;
   }
 
   return {
-    applyOrderChanges,
-
     /** POST /api/v1/ecommerce/orders: a plain insert for a known contact, no duplicate protection, no attribution. */
     async create(workspaceId: string, body: unknown) {
       const input = parseInput(createOrderSchema, body);
       const row = await writer.run(async (trx) => {
-        const owner = await contacts.findById(trx, workspaceId, input.contact_id);
+        const owner = await contactStore.findById(trx, workspaceId, input.contact_id);
         if (!owner) throw new NotFoundError('contact not found');
         const now = Date.now();
-        const orderNumber = input.order_number;
-        const order: OrderRow = {
+        const order = orderRow({
           id: uuidv7(now),
           workspace_id: workspaceId,
           contact_id: owner.id,
@@ -373,30 +147,23 @@ export function createOrderService(deps: {
           origin: 'api',
           upsert_key: null,
           external_id: input.external_id ?? null,
-          order_number: orderNumber,
-          order_number_key: orderNumberKey(orderNumber),
+          order_number: input.order_number,
           total_amount: input.total_amount,
           currency: input.currency,
           status: input.status,
           ordered_at: input.ordered_at,
-          attributed_campaign_id: null,
-          attributed_flow_id: null,
-          attributed_message_id: null,
-          attribution_kind: null,
-          shipping_status: null,
           refunded_amount: 0,
           cancelled_at: null,
-          created_at: now,
-          updated_at: now,
-        };
+          at: now,
+        });
         const items = (input.items ?? []).map(toOrderItem);
-        await orders.insert(trx, [order], new Map([[order.id, items]]));
+        await orderStore.insert(trx, [order], new Map([[order.id, items]]));
         await activity.record(trx, new ActivityDelta().order(salesOf(order, items), 1));
-        await orders.refreshContactTotals(trx, workspaceId, [owner.id]);
+        await orderStore.refreshContactTotals(trx, workspaceId, [owner.id]);
         await outbox.record(trx, [orderPlacedFact(order)]);
         return order;
       });
-      const [record] = await orders.toOrders(knex, [row]);
+      const [record] = await orderStore.toOrders(knex, [row]);
       return {
         id: record!.id,
         contact_id: record!.contact_id,
@@ -413,7 +180,8 @@ export function createOrderService(deps: {
     /**
      * Historical order sync (the API's and `emk sync-orders`'): up to 1000 orders, upserted by external_id so
      * re-running never double counts, attributed from each order's real ordered_at. Unseen emails create
-     * contacts (`non_subscribed`, source `sync`). Unchanged orders count as skipped.
+     * contacts (`non_subscribed`, source `sync`). Unchanged orders count as skipped. With `dryRun` nothing is
+     * written and the counts say what would be.
      */
     async sync(workspaceId: string, body: unknown, options: { dryRun?: boolean } = {}): Promise<SyncResult> {
       const list = (body as { orders?: unknown } | null)?.orders;
@@ -425,15 +193,15 @@ export function createOrderService(deps: {
     },
 
     async get(workspaceId: string, id: string): Promise<Order> {
-      const row = await orders.findById(knex, workspaceId, id);
+      const row = await orderStore.findById(knex, workspaceId, id);
       if (!row) throw new NotFoundError();
-      return (await orders.toOrders(knex, [row]))[0]!;
+      return (await orderStore.toOrders(knex, [row]))[0]!;
     },
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Order>> {
       const filter = parseInput(orderListQuerySchema, query);
-      const { rows, total } = await orders.list(knex, workspaceId, filter, paging);
-      return toPage(await orders.toOrders(knex, rows), total, paging);
+      const { rows, total } = await orderStore.list(knex, workspaceId, filter, paging);
+      return toPage(await orderStore.toOrders(knex, rows), total, paging);
     },
   };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseTimestamp } from '../shared/time.js';
-import { emailSchema, text } from '../shared/validate.js';
+import { moneySchema, quantitySchema } from '../shared/numbers.js';
+import { emailSchema, looseText, storableString, text } from '../shared/validate.js';
 import { productIdOfItem } from '../products/product-id.js';
 
 /** A line item: `external_id` joins the catalog's product external_id. */
@@ -14,8 +15,8 @@ export interface OrderItem {
 /** Ids may arrive as numbers from shop platforms; they are stored as text. */
 export const externalIdSchema = z
   .union([z.string(), z.number().finite()])
-  .transform((v) => String(v).trim())
-  .pipe(z.string().min(1, 'must not be empty').max(255, 'must be at most 255 characters'));
+  .transform((v) => String(v))
+  .pipe(text(255));
 
 /** RFC 3339 or `YYYY-MM-DD HH:MM:SS` (read as UTC), to epoch milliseconds. */
 export const timestampSchema = z.string().transform((value, ctx) => {
@@ -26,16 +27,6 @@ export const timestampSchema = z.string().transform((value, ctx) => {
   }
   return ms;
 });
-
-/** A number, or text holding one (CSV files carry text). */
-export const amountSchema = z.union([
-  z.number().finite(),
-  z
-    .string()
-    .trim()
-    .regex(/^-?\d+(\.\d+)?$/, 'must be a number')
-    .transform(Number),
-]);
 
 /** A line item names its product by `external_id`; older integrations sent a legacy spelling, read too. */
 const withProductId = (item: unknown) => {
@@ -48,9 +39,9 @@ export const orderItemSchema = z.preprocess(
   withProductId,
   z.object({
     external_id: externalIdSchema.optional(),
-    title: z.string().max(2000).optional(),
-    quantity: z.union([z.number().int().min(0), z.string().regex(/^\d+$/).transform(Number)]).default(1),
-    price: amountSchema.optional(),
+    title: storableString().max(2000, 'must be at most 2000 characters').optional(),
+    quantity: quantitySchema.default(1),
+    price: moneySchema({ signed: true }).optional(),
   }),
 );
 
@@ -66,7 +57,7 @@ export const createOrderSchema = z.object({
   contact_id: text(64),
   platform: text(64),
   order_number: text(255),
-  total_amount: z.number({ error: 'must be a number' }).finite().positive('must be greater than zero'),
+  total_amount: moneySchema({ numbersOnly: true }).pipe(z.number().positive('must be greater than zero')),
   currency: text(8),
   status: text(255),
   ordered_at: timestampSchema,
@@ -79,9 +70,9 @@ export const syncOrderSchema = z.object({
   email: emailSchema,
   external_id: externalIdSchema,
   order_number: externalIdSchema,
-  total_amount: amountSchema.pipe(z.number().min(0, 'must not be negative')),
+  total_amount: moneySchema(),
   currency: text(8),
-  status: z.string().trim().max(255).default(''),
+  status: looseText(255).default(''),
   ordered_at: timestampSchema,
   items: z.array(orderItemSchema).max(1000).optional(),
   platform: text(64).optional(),
@@ -91,8 +82,8 @@ export type SyncOrderInput = z.infer<typeof syncOrderSchema>;
 export const MAX_SYNC_ORDERS = 1000;
 
 export const orderListQuerySchema = z.object({
-  contact_id: z.string().trim().max(64).optional(),
-  external_id: z.string().trim().max(255).optional(),
+  contact_id: looseText(64).optional(),
+  external_id: looseText(255).optional(),
 });
 
 /** The management API's order record (the spec's fields plus CONTRACT §3's). */

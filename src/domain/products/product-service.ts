@@ -4,7 +4,7 @@ import type { Database } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { randomToken, uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
-import { describeIssue, parseInput } from '../shared/validate.js';
+import { checkValue, parseInput } from '../shared/validate.js';
 import {
   manualProductSchema,
   normalizeProduct,
@@ -161,9 +161,9 @@ export function createProductService(deps: {
     const outcomes: ManualOutcome[] = new Array(records.length);
     const valid: Array<{ index: number; input: ProductInput }> = [];
     records.forEach((record, index) => {
-      const parsed = manualProductSchema.safeParse(record);
+      const parsed = checkValue(manualProductSchema, record);
       if (!parsed.success) {
-        outcomes[index] = { error: describeIssue(parsed.error.issues[0]!) };
+        outcomes[index] = { error: parsed.problem };
         return;
       }
       const external_id = parsed.data.external_id ?? `man_${randomToken(20)}`;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { text } from '../shared/validate.js';
+import { intSchema, MAX_MONEY, moneySchema, numericText } from '../shared/numbers.js';
+import { storableString, text } from '../shared/validate.js';
 
 /**
  * The catalog product (the spec's Product table): the same field names on write and on read. Writes are
@@ -7,55 +8,26 @@ import { text } from '../shared/validate.js';
  * that send prices as strings), an empty string or null means "not sent" — and strict about meaning.
  */
 
-// Neither database stores these the same way (PostgreSQL refuses NUL in text).
-const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-const storable = (s: string) => !UNSTORABLE.test(s);
-const STORABLE_MESSAGE = 'must not contain NUL characters or unpaired surrogates';
-
-const MAX_PRICE = 1e12;
-const MAX_INT = 2_147_483_647;
-
 const isBlank = (value: unknown) => value === null || value === undefined || (typeof value === 'string' && value.trim() === '');
 
 /** An empty string or null counts as not sent. */
 const blankAsMissing = (value: unknown) => (isBlank(value) ? undefined : value);
 
-/** Required text: trimmed, not empty, storable. */
-const requiredText = (max: number) => text(max).refine(storable, STORABLE_MESSAGE);
-
 /** Optional text, as sent (not trimmed inside), null when blank. */
 const optionalText = (max: number) =>
-  z.preprocess(
-    blankAsMissing,
-    z.string().max(max, `must be at most ${max} characters`).refine(storable, STORABLE_MESSAGE).optional(),
-  );
+  z.preprocess(blankAsMissing, storableString().max(max, `must be at most ${max} characters`).optional());
 
 /** Ids may arrive as numbers (storefront ids often are); stored as text. */
 const idText = z.preprocess(
   (value) => (typeof value === 'number' && Number.isInteger(value) ? String(value) : value),
-  requiredText(255),
+  text(255),
 );
 const optionalIdText = z.preprocess(blankAsMissing, idText.optional());
 
-const toNumber = (value: unknown) => {
-  if (isBlank(value)) return undefined;
-  if (typeof value === 'string' && /^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(value)) return Number(value);
-  return value;
-};
+/** Money: the shared range, at most 4 decimals kept (the columns are decimal(18,4)). */
+const money = z.preprocess(blankAsMissing, moneySchema().optional());
 
-/** Money: at most 4 decimals are kept (the columns are decimal(18,4); both databases round alike). */
-const money = z.preprocess(
-  toNumber,
-  z
-    .number()
-    .min(0, 'must not be negative')
-    .max(MAX_PRICE, `must be at most ${MAX_PRICE}`)
-    .transform((n) => Math.round(n * 1e4) / 1e4)
-    .optional(),
-);
-
-const integer = (min: number) =>
-  z.preprocess(toNumber, z.number().int().min(min, `must be at least ${min}`).max(MAX_INT, `must be at most ${MAX_INT}`).optional());
+const integer = z.preprocess(blankAsMissing, intSchema.optional());
 
 const TRUE_WORDS = new Set(['true', '1', 'yes', 'y']);
 const FALSE_WORDS = new Set(['false', '0', 'no', 'n']);
@@ -85,7 +57,7 @@ const scalarsAsText = (value: unknown) => {
 const stringMap = (maxValue: number) =>
   z.preprocess(
     scalarsAsText,
-    z.record(requiredText(255), z.string().max(maxValue, `must be at most ${maxValue} characters`).refine(storable, STORABLE_MESSAGE)).optional(),
+    z.record(text(255), storableString().max(maxValue, `must be at most ${maxValue} characters`)).optional(),
   );
 
 const categories = z.preprocess(
@@ -93,7 +65,7 @@ const categories = z.preprocess(
     Array.isArray(value)
       ? value.filter((v) => !isBlank(v)).map((v) => (typeof v === 'number' ? String(v) : v))
       : blankAsMissing(value),
-  z.array(requiredText(255)).max(500, 'must have at most 500 entries').optional(),
+  z.array(text(255)).max(500, 'must have at most 500 entries').optional(),
 );
 
 /** A variant object (the spec's `variants` row): every field optional. */
@@ -105,15 +77,15 @@ export const variantSchema = z.object({
   price: money,
   compare_at_price: money,
   in_stock: flag,
-  stock_qty: integer(-MAX_INT),
+  stock_qty: integer,
   image_url: optionalText(4096),
   url: optionalText(4096),
-  position: integer(-MAX_INT),
+  position: integer,
 });
 
 const productFields = {
   external_id: idText,
-  title: requiredText(1000),
+  title: text(1000),
   price: money,
   currency: z.preprocess(
     blankAsMissing,
@@ -127,12 +99,12 @@ const productFields = {
   url: optionalText(4096),
   image_url: optionalText(4096),
   in_stock: flag,
-  stock_qty: integer(-MAX_INT),
+  stock_qty: integer,
   categories,
   compare_at_price: money,
   description: optionalText(100_000),
   product_type: optionalText(255),
-  weight: z.preprocess(toNumber, z.number().max(MAX_PRICE, `must be at most ${MAX_PRICE}`).optional()),
+  weight: z.preprocess((value) => numericText(blankAsMissing(value)), z.number().min(-MAX_MONEY, `must be at least ${-MAX_MONEY}`).max(MAX_MONEY, `must be at most ${MAX_MONEY}`).optional()),
   // null is an explicit "no variants" (like []); only a missing key leaves stored variants alone.
   variants: z.preprocess(
     (value) => (value === null ? [] : value),

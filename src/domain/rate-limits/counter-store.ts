@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { WINDOW_MS, type WindowCounts } from './sliding-window.js';
+import { compositeKey, pairOf } from '../shared/keys.js';
 
 /** Counts requests per key and fixed window. */
 export interface CounterStore {
@@ -72,7 +73,7 @@ export function createDatabaseCounterStore(knex: Knex): CounterStore {
   let lastSweep = 0;
   /** slot(key, window) → the key's count in the window before. */
   const previousCounts = new Map<string, number>();
-  const slot = (key: string, start: number) => `${start}\u0000${key}`;
+  const slot = (key: string, start: number) => compositeKey(start, key);
 
   const add = (key: string, start: number, delta: number, waiter?: PendingIncrement['waiters'][0], failure?: PendingIncrement['failures'][0]) => {
     const id = slot(key, start);
@@ -101,7 +102,7 @@ export function createDatabaseCounterStore(knex: Knex): CounterStore {
   async function flush(batch: Map<string, PendingIncrement>) {
     const ids = [...batch.keys()].sort();
     const rows = ids.map((id) => {
-      const [start, key] = id.split('\u0000') as [string, string];
+      const [start, key] = pairOf(id);
       return { key, window_start: Number(start), count: batch.get(id)!.delta };
     });
     const totals = (await knex('rate_limit_counters')
@@ -132,7 +133,7 @@ export function createDatabaseCounterStore(knex: Knex): CounterStore {
       lastSweep = now;
       const cutoff = now - 3 * WINDOW_MS;
       await knex('rate_limit_counters').where('window_start', '<', cutoff).delete();
-      for (const id of previousCounts.keys()) if (Number(id.split('\u0000', 1)[0]) < cutoff) previousCounts.delete(id);
+      for (const id of previousCounts.keys()) if (Number(pairOf(id)[0]) < cutoff) previousCounts.delete(id);
     }
   }
 

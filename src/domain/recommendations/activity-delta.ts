@@ -1,4 +1,5 @@
 import { productIdOfProperties } from '../products/product-id.js';
+import { compositeKey } from '../shared/keys.js';
 
 /** best_selling_and_most_viewed: one unit sold weighs as much as this many product views. */
 export const VIEWS_PER_SALE = 10;
@@ -70,7 +71,7 @@ export class ActivityDelta {
     for (const productKey of products) {
       for (const otherKey of products) {
         if (productKey === otherKey) continue;
-        const id = `${order.workspaceId}\u0000${productKey}\u0000${otherKey}\u0000${day}`;
+        const id = compositeKey(order.workspaceId, productKey, otherKey, day);
         const pair = this.pairs.get(id) ?? { workspaceId: order.workspaceId, productKey, otherKey, day, orders: 0 };
         pair.orders += sign;
         this.pairs.set(id, pair);
@@ -88,7 +89,7 @@ export class ActivityDelta {
   }
 
   private count(workspaceId: string, productKey: string, day: number, unitsSold: number, views: number) {
-    const id = `${workspaceId}\u0000${productKey}\u0000${day}`;
+    const id = compositeKey(workspaceId, productKey, day);
     const counts = this.counts.get(id) ?? { workspaceId, productKey, day, unitsSold: 0, views: 0 };
     counts.unitsSold += unitsSold;
     counts.views += views;

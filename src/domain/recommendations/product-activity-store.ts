@@ -3,6 +3,7 @@ import { chunk, chunkSizeFor } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { EVENT_PRODUCT_ID_FIELDS } from '../products/product-id.js';
 import { DAY_MS, MAX_PAIRED_PRODUCTS, VIEWS_PER_SALE } from './activity-delta.js';
+import { compositeKey } from '../shared/keys.js';
 
 type Db = Knex | Knex.Transaction;
 
@@ -124,7 +125,7 @@ export function createProductActivityStore(dialect: Dialect) {
       );
       const totals = new Map<string, { workspace_id: string; product_key: string; other_key: string; orders: number }>();
       for (const r of sorted) {
-        const id = `${r.product_key}\u0000${r.other_key}`;
+        const id = compositeKey(r.product_key, r.other_key);
         const total = totals.get(id) ?? { workspace_id: workspaceId, product_key: r.product_key, other_key: r.other_key, orders: 0 };
         total.orders += r.orders;
         totals.set(id, total);

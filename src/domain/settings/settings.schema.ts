@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { emailSchema } from '../shared/validate.js';
+import { emailSchema, looseText } from '../shared/validate.js';
 
 /** Longest attribution window a workspace may set, in days. */
 export const MAX_WINDOW_DAYS = 365;
@@ -28,7 +28,7 @@ export const updateSettingsSchema = z.strictObject(
       .strictObject(
         {
           from_email: emailSchema.nullable().optional(),
-          from_name: z.string().trim().max(200, 'must be at most 200 characters').nullable().optional(),
+          from_name: looseText(200).nullable().optional(),
         },
         { error: unknownFields },
       )

@@ -2,16 +2,18 @@ import { z } from 'zod';
 
 export const DEFAULT_PER_PAGE = 50;
 export const MAX_PER_PAGE = 500;
+/** No list holds more pages than this at the smallest page size; a bigger `page` is a mistake, said so. */
+const MAX_PAGE = 1_000_000_000;
 
 /** `page` is 1-based; `perPage` above the maximum is clamped, not refused. */
 export const pagingSchema = z.object({
-  page: z.coerce.number().int().min(1).default(1),
+  page: z.coerce.number().int().min(1).max(MAX_PAGE, `must be at most ${MAX_PAGE}`).default(1),
+  // Clamped before the integer check, so a huge perPage is clamped too, not refused.
   perPage: z.coerce
     .number()
-    .int()
-    .min(1)
-    .default(DEFAULT_PER_PAGE)
-    .transform((n) => Math.min(n, MAX_PER_PAGE)),
+    .transform((n) => Math.min(n, MAX_PER_PAGE))
+    .pipe(z.number().int().min(1))
+    .default(DEFAULT_PER_PAGE),
 });
 
 export type Paging = z.infer<typeof pagingSchema>;

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
+import { findJsonProblem, isStorableText, UNSTORABLE_TEXT_MESSAGE, type FieldPath } from './storable.js';
 
-/** Field path as clients write it: `events[3].email`, `properties`. */
-function fieldName(path: ReadonlyArray<PropertyKey>): string {
+/** Field path as clients write it: `events[3].email`, `properties.size`. */
+export function fieldName(path: ReadonlyArray<PropertyKey>): string {
   let out = '';
   for (const part of path) {
     if (typeof part === 'number') out += `[${part}]`;
@@ -11,48 +12,158 @@ function fieldName(path: ReadonlyArray<PropertyKey>): string {
   return out || 'body';
 }
 
-export function describeIssue(issue: z.core.$ZodIssue): string {
-  const field = fieldName(issue.path);
-  if (issue.code === 'invalid_type') {
-    if (issue.message.includes('received undefined')) return `${field} is required`;
-    const received = /received (\w+)/.exec(issue.message)?.[1];
-    return `${field} must be ${TYPE_NAMES[issue.expected] ?? `a ${issue.expected}`}${received ? ` (got ${received})` : ''}`;
-  }
-  return issue.message.startsWith('must ') ? `${field} ${issue.message}` : `${field}: ${issue.message}`;
-}
-
 const TYPE_NAMES: Record<string, string> = {
   object: 'an object',
   record: 'an object',
   array: 'an array',
   int: 'an integer',
   boolean: 'a boolean',
+  string: 'a string',
+  number: 'a number',
 };
+
+const typeNameOf = (value: unknown) => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
+
+/** Units of a size limit, by what is measured. */
+function sized(origin: string, bound: string, limit: number | bigint): string {
+  if (origin === 'string') return `must be ${bound} ${limit} characters`;
+  if (origin === 'array' || origin === 'set') return `must have ${bound} ${limit} entries`;
+  return `must be ${bound} ${limit}`;
+}
+
+/**
+ * Our words for each kind of zod issue, built from the issue's structure (code, expected type, bounds, values),
+ * never from zod's own message text. A message the schema gives itself (`must not be empty`) wins over these.
+ */
+function inOurWords(issue: z.core.$ZodRawIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      if (issue.input === undefined) return 'is required';
+      return `must be ${TYPE_NAMES[issue.expected] ?? `a ${issue.expected}`} (got ${typeNameOf(issue.input)})`;
+    case 'too_big':
+      return sized(issue.origin, issue.inclusive === false ? 'less than' : 'at most', issue.maximum);
+    case 'too_small':
+      if (issue.origin === 'string' && Number(issue.minimum) === 1) return 'must not be empty';
+      return sized(issue.origin, issue.inclusive === false ? 'more than' : 'at least', issue.minimum);
+    case 'invalid_value':
+      return issue.values.length === 1 ? `must be ${String(issue.values[0])}` : `must be one of ${issue.values.map(String).join(', ')}`;
+    case 'invalid_format':
+      return issue.format === 'email' ? 'must be an email address' : issue.format === 'url' ? 'must be a URL' : `must be a valid ${issue.format}`;
+    case 'not_multiple_of':
+      return `must be a multiple of ${issue.divisor}`;
+    case 'unrecognized_keys':
+      return `has unknown keys: ${issue.keys.join(', ')}`;
+    case 'invalid_key':
+      return 'has a key that is not usable';
+    case 'invalid_element':
+      return 'has an entry that is not usable';
+    case 'invalid_union': {
+      // Every branch wanted another type: name them all (`must be a string or a number`).
+      const expected = issue.errors.flatMap((branch) => branch.filter((i) => i.code === 'invalid_type' && i.path.length === 0).map((i) => (i as z.core.$ZodIssueInvalidType).expected));
+      if (expected.length === issue.errors.length && expected.length > 0) {
+        return `must be ${[...new Set(expected)].map((t) => TYPE_NAMES[t] ?? `a ${t}`).join(' or ')}`;
+      }
+      return 'is not valid';
+    }
+    default:
+      return 'is not valid';
+  }
+}
+
+const PARSE_OPTIONS = { error: inOurWords };
+
+export function describeIssue(issue: z.core.$ZodIssue): string {
+  const field = fieldName(issue.path);
+  return /^(must|is|has) /.test(issue.message) ? `${field} ${issue.message}` : `${field}: ${issue.message}`;
+}
+
+/**
+ * Validates with the domain's words: the parsed value, or the message naming the first offending field,
+ * its path prefixed with `at` (`order.items[2]`) when the value sits inside a larger input.
+ */
+export function checkValue<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  at: FieldPath = [],
+): { success: true; data: z.output<S> } | { success: false; problem: string } {
+  const result = schema.safeParse(value, PARSE_OPTIONS);
+  if (result.success) return { success: true, data: result.data };
+  const issue = result.error.issues[0]!;
+  return { success: false, problem: describeIssue({ ...issue, path: [...at, ...issue.path] }) };
+}
+
+/** checkValue for a request or a row: the message starts with the spec's generic `invalid request`. */
+export function checkInput<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+): { success: true; data: z.output<S> } | { success: false; error: string } {
+  const result = checkValue(schema, value);
+  return result.success ? result : { success: false, error: `invalid request: ${result.problem}` };
+}
 
 /**
  * Validates untrusted input against a schema. Failures become a ValidationError whose message starts with the
  * spec's generic `invalid request` and names the first offending field.
  */
 export function parseInput<S extends z.ZodType>(schema: S, value: unknown): z.output<S> {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  throw new ValidationError(`invalid request: ${describeIssue(issue)}`);
+  const result = checkInput(schema, value);
+  if (!result.success) throw new ValidationError(result.error);
+  return result.data;
 }
 
-/** Text fields: trimmed, never empty, bounded so no index entry or column can overflow. */
+/**
+ * Validates each row of a batch alone (the batch endpoints, imports and sync): a bad row becomes an error
+ * entry naming its field (a row that is not an object is named as `<listName>[i]`), built by `errorFor`, and
+ * the others go on.
+ */
+export function parseRows<S extends z.ZodType, E>(
+  schema: S,
+  listName: string,
+  rows: unknown[],
+  errorFor: (index: number, raw: unknown, error: string) => E,
+): { valid: Array<{ index: number; input: z.output<S> }>; errors: E[] } {
+  const valid: Array<{ index: number; input: z.output<S> }> = [];
+  const errors: E[] = [];
+  rows.forEach((raw, index) => {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+      errors.push(errorFor(index, raw, `invalid request: ${listName}[${index}] must be an object`));
+      return;
+    }
+    const result = checkInput(schema, raw);
+    if (result.success) valid.push({ index, input: result.data });
+    else errors.push(errorFor(index, raw, result.error));
+  });
+  return { valid, errors };
+}
+
+/** A row's own field as text for its error entry (`email`, `external_id`), when it has a usable one. */
+export function rowField(raw: unknown, field: string): string | null {
+  const value = raw && typeof raw === 'object' ? (raw as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'string' || (typeof value === 'number' && Number.isFinite(value)) ? String(value) : null;
+}
+
+/** A string both databases store alike (no NUL, no unpaired surrogate). */
+export const storableString = () => z.string().refine(isStorableText, UNSTORABLE_TEXT_MESSAGE);
+
+/** Text fields: trimmed, never empty, storable, bounded so no index entry or column can overflow. */
 export function text(max: number) {
-  return z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+  return storableString().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`);
+}
+
+/** Optional free text (a filter, a status): trimmed, may be empty, storable, bounded. */
+export function looseText(max: number) {
+  return storableString().trim().max(max, `must be at most ${max} characters`);
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+$/;
 
-export const emailSchema = z
-  .string()
-  .trim()
-  .min(1, 'must not be empty')
-  .max(320, 'must be at most 320 characters')
-  .regex(EMAIL, 'must be an email address');
+export const emailSchema = text(320).regex(EMAIL, 'must be an email address');
 
-/** A JSON object (not an array, not null). */
-export const jsonObject = z.record(z.string(), z.unknown());
+/**
+ * A JSON object (not an array, not null) whose keys and text, at any depth, can be stored, nested at most
+ * MAX_JSON_DEPTH levels: the error names the offending place (`properties.size`).
+ */
+export const jsonObject = z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
+  const problem = findJsonProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', path: problem.path as FieldPath, message: problem.message });
+});

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { EnsureContacts } from '../contacts/contact-service.js';
 import { contactKey, type ContactStore } from '../contacts/contact-store.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import type { EventStore } from '../events/event-store.js';
@@ -39,11 +40,12 @@ function orderReference(value: unknown): string | null {
 export function createShipmentService(deps: {
   writer: WriteBatcher;
   store: ShipmentStore;
-  contacts: ContactStore;
-  events: EventStore;
+  contactStore: ContactStore;
+  ensureContacts: EnsureContacts;
+  eventStore: EventStore;
   outbox: TriggerOutbox;
 }) {
-  const { writer, store, contacts, events, outbox } = deps;
+  const { writer, store, contactStore, ensureContacts, eventStore, outbox } = deps;
 
   /**
    * Set-based: `shipping_information` events carrying `properties.order_number` and a known
@@ -98,7 +100,7 @@ export function createShipmentService(deps: {
         const now = Date.now();
         const order = (await store.matchOrders(trx, workspaceId, [ref])).get(ref) ?? null;
         const ensured = email
-          ? await contacts.ensure(
+          ? await ensureContacts(
               trx,
               [{ workspaceId, email, properties: {}, subscriptionStatus: 'non_subscribed', source: SHIPMENT_CONTACT_SOURCE }],
               { lock: false },
@@ -109,7 +111,7 @@ export function createShipmentService(deps: {
         const eventId = uuidv7(now);
         await Promise.all([
           order ? store.setShippingStatus(trx, new Map([[order.id, input.shipment_status.slug]]), now) : null,
-          events.insert(trx, [
+          eventStore.insert(trx, [
             {
               id: eventId,
               workspace_id: workspaceId,
@@ -159,7 +161,7 @@ export function createShipmentService(deps: {
         const now = Date.now();
         const [matches, byEmail] = await Promise.all([
           store.matchOrders(trx, workspaceId, [ref]),
-          email ? contacts.findByEmails(trx, [[workspaceId, email]]) : null,
+          email ? contactStore.findByEmails(trx, [[workspaceId, email]]) : null,
         ]);
         const order = matches.get(ref) ?? null;
         const contactId = (email ? byEmail?.get(contactKey(workspaceId, email))?.id : undefined) ?? order?.contact_id ?? null;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { externalIdSchema } from '../orders/order.schema.js';
-import { emailSchema, jsonObject, text } from '../shared/validate.js';
+import { emailSchema, jsonObject, storableString, text } from '../shared/validate.js';
 
 /** The spec's canonical Order Shipping Status values ("States and transitions"). */
 export const SHIPPING_STATUSES = [
@@ -49,7 +49,7 @@ const optionalEmail = nested(z.object({ email: emailSchema.nullish() })).optiona
 
 /** POST /api/v1/events/shipment (the spec's table; other keys are kept in the event's properties). */
 export const shipmentSchema = z.object({
-  tracking_number: z.union([z.string().max(255), z.number().finite()]).nullish(),
+  tracking_number: z.union([storableString().max(255, 'must be at most 255 characters'), z.number().finite()]).nullish(),
   shipment_status: nested(
     z.object({
       slug: z.string().transform((slug, ctx) => {
@@ -69,14 +69,14 @@ export const shipmentSchema = z.object({
     }),
   ),
   customer: optionalEmail,
-  carrier: z.object({ name: z.string().max(255).nullish() }).nullish(),
+  carrier: z.object({ name: storableString().max(255, 'must be at most 255 characters').nullish() }).nullish(),
 });
 export type ShipmentInput = z.infer<typeof shipmentSchema>;
 
 /** POST /api/v1/events/order-update (the spec's table). */
 export const orderUpdateSchema = z.object({
   origin_order_id: externalIdSchema,
-  order_status: nested(z.object({ slug: text(64), name: z.string().max(255).nullish() })),
+  order_status: nested(z.object({ slug: text(64), name: storableString().max(255, 'must be at most 255 characters').nullish() })),
   customer: optionalEmail,
 });
 export type OrderUpdateInput = z.infer<typeof orderUpdateSchema>;

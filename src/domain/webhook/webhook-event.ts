@@ -1,11 +1,13 @@
 import { identityTokenOf } from '../identity-tokens/identity-token.schema.js';
+import { moneySchema } from '../shared/numbers.js';
+import { toStorableJson, tooDeepAt, type FieldPath } from '../shared/storable.js';
 import { parseTimestamp } from '../shared/time.js';
-import { emailSchema } from '../shared/validate.js';
+import { checkValue, emailSchema } from '../shared/validate.js';
 import { orderItemSchema, toOrderItem, type OrderItem } from '../orders/order.schema.js';
 
 /** The webhook's replies (the spec's table). */
 export type WebhookReply =
-  | { status: 'processed'; event_type: string }
+  | { status: 'processed'; event_type: string; warnings?: string[] }
   | { status: 'duplicate' }
   | { status: 'skipped'; event_type?: string }
   | { status: 'skipped'; reason: 'normalize_error' };
@@ -42,6 +44,8 @@ export interface ParsedDelivery {
   email: string | null;
   identityToken: string | null;
   body: Record<string, unknown>;
+  /** Values that were sent but could not be used (an out-of-range total, an item refused): told in the reply. */
+  warnings: string[];
 }
 
 export interface OrderPayload {
@@ -70,26 +74,36 @@ const idText = (v: unknown): string | null =>
     ? String(v).trim()
     : null;
 const str = (v: unknown, max = 255): string | undefined => (typeof v === 'string' && v.length <= max ? v : undefined);
-const num = (v: unknown): number | undefined => {
-  if (typeof v === 'number' && Number.isFinite(v)) return v;
-  if (typeof v === 'string' && /^-?\d+(\.\d+)?$/.test(v.trim())) return Number(v);
-  return undefined;
-};
+const money = moneySchema();
 
-function orderPayload(raw: unknown): OrderPayload | null {
+/**
+ * Money in the shared range, or undefined. A value that was sent but cannot be used (out of range, not a
+ * number) is ignored and named in `warnings`; an absent or null one is simply not sent.
+ */
+function amount(value: unknown, at: FieldPath, warnings: string[]): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  const checked = checkValue(money, value, at);
+  if (checked.success) return checked.data;
+  warnings.push(checked.problem);
+  return undefined;
+}
+
+function orderPayload(raw: unknown, warnings: string[]): OrderPayload | null {
   if (!isObject(raw)) return null;
   const externalId = idText(raw.external_id);
   if (!externalId) return null;
   const orderedAt = typeof raw.ordered_at === 'string' ? parseTimestamp(raw.ordered_at.trim()) : null;
   const items = Array.isArray(raw.items)
-    ? raw.items.flatMap((item) => {
-        const parsed = orderItemSchema.safeParse(item);
-        return parsed.success ? [toOrderItem(parsed.data)] : [];
+    ? raw.items.flatMap((item, i) => {
+        const checked = checkValue(orderItemSchema, item, ['order', 'items', i]);
+        if (checked.success) return [toOrderItem(checked.data)];
+        warnings.push(`${checked.problem} (item ignored)`);
+        return [];
       })
     : undefined;
   const payload: OrderPayload = { externalId };
-  const total = num(raw.total_amount);
-  if (total !== undefined && total >= 0) payload.totalAmount = total;
+  const total = amount(raw.total_amount, ['order', 'total_amount'], warnings);
+  if (total !== undefined) payload.totalAmount = total;
   if (typeof raw.currency === 'string') payload.currency = raw.currency.slice(0, 8);
   const status = str(raw.status);
   if (status !== undefined) payload.status = status;
@@ -97,30 +111,30 @@ function orderPayload(raw: unknown): OrderPayload | null {
   const orderNumber = idText(raw.order_number);
   if (orderNumber) payload.orderNumber = orderNumber;
   if (items) payload.items = items;
-  const refunded = num(raw.refunded_amount);
+  const refunded = amount(raw.refunded_amount, ['order', 'refunded_amount'], warnings);
   if (refunded !== undefined) payload.refundedAmount = refunded;
-  const refund = num(raw.refund_amount);
+  const refund = amount(raw.refund_amount, ['order', 'refund_amount'], warnings);
   if (refund !== undefined) payload.refundAmount = refund;
   return payload;
 }
 
-function cartPayload(raw: unknown): CartPayload {
+function cartPayload(raw: unknown, warnings: string[]): CartPayload {
   const cart = isObject(raw) ? raw : {};
   return {
     externalId: idText(cart.external_id),
-    totalAmount: num(cart.total_amount) ?? null,
+    totalAmount: amount(cart.total_amount, ['cart', 'total_amount'], warnings) ?? null,
     currency: str(cart.currency, 8) ?? null,
     checkoutUrl: str(cart.checkout_url, 4000) ?? null,
     items: Array.isArray(cart.items) ? cart.items : [],
   };
 }
 
-function eventOf(eventType: string, body: Record<string, unknown>): WebhookEvent {
+function eventOf(eventType: string, body: Record<string, unknown>, warnings: string[]): WebhookEvent {
   if (eventType in ORDER_EVENTS) {
-    return { category: 'order', eventType: eventType as OrderEventType, order: orderPayload(body.order) };
+    return { category: 'order', eventType: eventType as OrderEventType, order: orderPayload(body.order, warnings) };
   }
   if ((CART_EVENTS as readonly string[]).includes(eventType)) {
-    return { category: 'cart', eventType: eventType as CartEventType, cart: cartPayload(body.cart) };
+    return { category: 'cart', eventType: eventType as CartEventType, cart: cartPayload(body.cart, warnings) };
   }
   if ((CUSTOMER_EVENTS as readonly string[]).includes(eventType)) {
     return { category: 'customer', eventType, properties: isObject(body.properties) ? body.properties : {} };
@@ -131,20 +145,30 @@ function eventOf(eventType: string, body: Record<string, unknown>): WebhookEvent
   return { category: 'custom', eventType };
 }
 
-/** Reads a delivery's raw body; a reply instead when it is skipped before anything is applied. */
+// Escapes of NUL and of UTF-16 surrogates: the only way such characters get into parsed JSON text.
+const UNSTORABLE_ESCAPE = /\\u(0000|d[89a-f])/i;
+
+/**
+ * Reads a delivery's raw body; a reply instead when it is skipped before anything is applied. The webhook never
+ * refuses a body over its shape: text neither database can store (NUL, unpaired surrogates) is replaced by
+ * U+FFFD, and a body that is not a JSON object, or nests deeper than storable.ts allows, is skipped as a
+ * `normalize_error` like unparseable JSON.
+ */
 export function parseDelivery(rawBody: string): ParsedDelivery | WebhookReply {
-  let body: unknown;
+  let parsed: unknown;
   try {
-    body = JSON.parse(rawBody);
+    parsed = JSON.parse(rawBody);
   } catch {
     return { status: 'skipped', reason: 'normalize_error' };
   }
-  if (!isObject(body)) return { status: 'skipped', reason: 'normalize_error' };
+  if (!isObject(parsed) || tooDeepAt(parsed) !== null) return { status: 'skipped', reason: 'normalize_error' };
+  const body = UNSTORABLE_ESCAPE.test(rawBody) ? toStorableJson(parsed) : parsed;
   const eventType = typeof body.event_type === 'string' ? body.event_type.trim() : '';
   if (eventType === '' || eventType.includes('.') || eventType.length > 255) {
     return typeof body.event_type === 'string' ? { status: 'skipped', event_type: body.event_type } : { status: 'skipped' };
   }
-  const event = eventOf(eventType, body);
+  const warnings: string[] = [];
+  const event = eventOf(eventType, body, warnings);
   const fallbackKey =
     event.category === 'order' ? idText((body.order as { external_id?: unknown } | undefined)?.external_id)
     : event.category === 'cart' ? event.cart.externalId
@@ -156,6 +180,7 @@ export function parseDelivery(rawBody: string): ParsedDelivery | WebhookReply {
     email: email.success ? email.data : null,
     identityToken: identityTokenOf(body),
     body,
+    warnings,
   };
 }
 

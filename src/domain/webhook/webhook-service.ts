@@ -1,11 +1,14 @@
 import type { Knex } from 'knex';
 import type { CartService } from '../carts/cart-service.js';
 import type { ContactService } from '../contacts/contact-service.js';
-import { contactKey, type ContactStore } from '../contacts/contact-store.js';
+import { contactKey } from '../contacts/contact-store.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import { canonicalEventName } from '../events/event-names.js';
-import type { EventService, EventWrite } from '../events/event-service.js';
-import type { OrderChange, OrderService } from '../orders/order-service.js';
+import type { EventService } from '../events/event-service.js';
+import type { EventWrite } from '../events/event-write.js';
+import type { OrderChange, OrderUpsert } from '../orders/order-upsert.js';
+import { compositeKey } from '../shared/keys.js';
+import type { DeliveryKey, WebhookDeliveryStore } from './webhook-delivery-store.js';
 import { ORDER_EVENTS, isReply, parseDelivery, type ParsedDelivery, type WebhookReply } from './webhook-event.js';
 
 /** The integration a delivery arrived on (already authenticated). */
@@ -24,12 +27,11 @@ interface Delivery {
 
 /** What the webhook needs from other nouns, so it stays a thin coordinator. */
 export interface WebhookDeps {
-  knex: Knex;
   writer: WriteBatcher;
-  contactStore: ContactStore;
+  deliveryStore: WebhookDeliveryStore;
   contacts: ContactService;
   events: EventService;
-  orders: OrderService;
+  orderUpsert: OrderUpsert;
   carts: CartService;
   applyProductEvent(
     trx: Knex.Transaction,
@@ -40,7 +42,8 @@ export interface WebhookDeps {
   resolveIdentityToken(trx: Knex.Transaction, workspaceId: string, token: string): Promise<{ contactId: string } | null>;
 }
 
-const deliveryKey = (d: Delivery) => `${d.integration.workspaceId}\u0000${d.parsed.event.eventType}\u0000${d.parsed.dedupeKey}`;
+const deliveryKey = (d: Delivery) => compositeKey(d.integration.workspaceId, d.parsed.event.eventType, d.parsed.dedupeKey!);
+const storedKey = (key: DeliveryKey) => compositeKey(key.workspace_id, key.event_type, key.external_id);
 
 /**
  * `POST /ecom/{platform}/{integrationId}`: order, cart, customer, product and custom events. A group of
@@ -48,7 +51,7 @@ const deliveryKey = (d: Delivery) => `${d.integration.workspaceId}\u0000${d.pars
  * (workspace, event_type, external_id), so two concurrent deliveries of one event apply it once.
  */
 export function createWebhookService(deps: WebhookDeps) {
-  const { writer, contactStore, contacts, events, orders, carts } = deps;
+  const { writer, deliveryStore, contacts, events, orderUpsert, carts } = deps;
 
   /** Records the retry keys; returns the deliveries seen before (or earlier in this same group). */
   async function duplicates(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Set<Delivery>> {
@@ -67,20 +70,15 @@ export function createWebhookService(deps: WebhookDeps) {
       external_id: d.parsed.dedupeKey!,
       received_at: d.at,
     }));
-    rows.sort((a, b) => (deliveryKeyOf(a) < deliveryKeyOf(b) ? -1 : 1));
-    const inserted = (await trx('webhook_deliveries')
-      .insert(rows)
-      .onConflict(['workspace_id', 'event_type', 'external_id'])
-      .ignore()
-      .returning(['workspace_id', 'event_type', 'external_id'])) as typeof rows;
-    for (const row of inserted) fresh.add(deliveryKeyOf(row));
+    rows.sort((a, b) => (storedKey(a) < storedKey(b) ? -1 : 1));
+    for (const key of await deliveryStore.recordNew(trx, rows)) fresh.add(storedKey(key));
     for (const [key, d] of first) if (!fresh.has(key)) seen.add(d);
     return seen;
   }
 
   /** Contacts by email (unseen: created `subscribed`, source `website:<domain>`), else by identity token. */
   async function owners(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Map<Delivery, string>> {
-    const ensured = await contactStore.ensure(
+    const ensured = await contacts.ensureContacts(
       trx,
       deliveries.flatMap((d) =>
         d.parsed.email
@@ -186,13 +184,15 @@ export function createWebhookService(deps: WebhookDeps) {
         timeline.push(timelineEvent(d, contactId, source, true));
       }
     }
-    await orders.applyOrderChanges(trx, orderChanges);
+    await orderUpsert.applyOrderChanges(trx, orderChanges);
     await carts.applyCartChanges(trx, cartChanges);
     await events.recordEvents(trx, timeline);
 
-    return deliveries.map((d) =>
-      seen.has(d) ? { status: 'duplicate' } : { status: 'processed', event_type: d.parsed.event.eventType },
-    );
+    return deliveries.map((d): WebhookReply => {
+      if (seen.has(d)) return { status: 'duplicate' };
+      const { warnings } = d.parsed;
+      return { status: 'processed', event_type: d.parsed.event.eventType, ...(warnings.length > 0 ? { warnings } : {}) };
+    });
   };
 
   return {
@@ -203,10 +203,6 @@ export function createWebhookService(deps: WebhookDeps) {
       return writer.submit(applyDeliveries, { integration, parsed, at: Date.now() });
     },
   };
-}
-
-function deliveryKeyOf(row: { workspace_id: string; event_type: string; external_id: string }): string {
-  return `${row.workspace_id}\u0000${row.event_type}\u0000${row.external_id}`;
 }
 
 /** A custom event (or a cart event) on the contact's timeline, the whole body as its properties. */

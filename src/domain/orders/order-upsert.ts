@@ -1,0 +1,277 @@
+import type { Knex } from 'knex';
+import { uuidv7 } from '../shared/ids.js';
+import { compositeKey } from '../shared/keys.js';
+import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
+import { ActivityDelta, type OrderActivity } from '../recommendations/activity-delta.js';
+import type { ProductActivity } from '../recommendations/product-activity.js';
+import { orderNumberKey, type OrderItem } from './order.schema.js';
+import type { OrderRow, OrderStore } from './order-store.js';
+
+/**
+ * The set-based upsert engine behind the webhook's order events and historical sync: orders keyed by their
+ * external id, attributed once when they first arrive, updated in place afterwards, with lifetime revenue,
+ * triggers and the recommendation aggregates kept in the same transaction.
+ */
+
+/** What the last-touch engine credits an order to (CONTRACT §4). */
+export interface OrderAttribution {
+  campaign_id: string | null;
+  flow_id: string | null;
+  message_id: string | null;
+  kind: 'click' | 'open';
+}
+
+export type AttributeOrders = (
+  trx: Knex.Transaction,
+  workspaceId: string,
+  orders: Array<{ id: string; contactId: string; orderedAt: number }>,
+) => Promise<Map<string, OrderAttribution | null>>;
+
+/** Which webhook order event (or a historical sync row) a change comes from. */
+export type OrderChangeKind = 'placed' | 'fulfilled' | 'cancelled' | 'refunded' | 'sync';
+
+/** A webhook or sync write to the order with this external id (its upsert key). */
+export interface OrderChange {
+  workspaceId: string;
+  /** The owner if the order is new. An existing order keeps its contact (spec rule 6). */
+  contactId: string;
+  upsertKey: string;
+  origin: 'webhook' | 'sync';
+  platform: string;
+  integrationId: string | null;
+  kind: OrderChangeKind;
+  fields: {
+    order_number?: string | null;
+    total_amount?: number;
+    currency?: string;
+    status?: string;
+    ordered_at?: number;
+    items?: OrderItem[];
+    /** Refunded so far (cumulative). */
+    refunded_amount?: number;
+    /** This refund alone, added to what was refunded before. */
+    refund_amount?: number;
+  };
+  at: number;
+}
+
+export type OrderChangeResult =
+  | { orderId: string; outcome: 'inserted' | 'updated' | 'unchanged' }
+  | { outcome: 'invalid'; error: string };
+
+/** The one way an order row is built: what every new order starts with, whatever its origin. */
+export function orderRow(fields: Pick<OrderRow, 'id' | 'workspace_id' | 'contact_id' | 'platform' | 'integration_id' | 'origin' | 'upsert_key' | 'external_id' | 'order_number' | 'total_amount' | 'currency' | 'status' | 'ordered_at' | 'refunded_amount' | 'cancelled_at'> & { at: number }): OrderRow {
+  const { at, ...rest } = fields;
+  return {
+    ...rest,
+    order_number_key: orderNumberKey(fields.order_number),
+    attributed_campaign_id: null,
+    attributed_flow_id: null,
+    attributed_message_id: null,
+    attribution_kind: null,
+    shipping_status: null,
+    created_at: at,
+    updated_at: at,
+  };
+}
+
+/** The `order_placed` trigger of a stored order. */
+export const orderPlacedFact = (row: OrderRow): TriggerFact => ({
+  workspaceId: row.workspace_id,
+  triggerType: 'order_placed',
+  contactId: row.contact_id,
+  subjectType: 'order',
+  subjectId: row.id,
+  source: row.platform,
+  at: row.created_at,
+});
+
+/** What an order counts in the recommendation aggregates. */
+export const salesOf = (row: Pick<OrderRow, 'workspace_id' | 'ordered_at' | 'cancelled_at'>, items: OrderItem[]): OrderActivity => ({
+  workspaceId: row.workspace_id,
+  orderedAt: row.ordered_at,
+  items,
+  cancelled: row.cancelled_at !== null,
+});
+
+const sameItems = (a: OrderItem[], b: OrderItem[]) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Splits changes into rounds so each round holds one change per order, applied in arrival order. */
+function rounds(changes: OrderChange[]): number[][] {
+  const seen = new Map<string, number>();
+  const out: number[][] = [];
+  changes.forEach((change, i) => {
+    const key = compositeKey(change.workspaceId, change.upsertKey);
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    (out[round] ??= []).push(i);
+  });
+  return out;
+}
+
+export function createOrderUpsert(deps: {
+  orderStore: OrderStore;
+  outbox: TriggerOutbox;
+  attributeOrders: AttributeOrders;
+  /** Units sold and co-occurrence feed the recommendation aggregates, in the same transaction. */
+  activity: ProductActivity;
+}) {
+  const { orderStore, outbox, attributeOrders, activity } = deps;
+
+  /** The stored row after applying a change to an existing order; null when nothing differs. */
+  function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange): Partial<OrderRow> | null {
+    const f = change.fields;
+    const patch: Partial<OrderRow> = {};
+    const total = f.total_amount ?? row.total_amount;
+    if (f.total_amount !== undefined && f.total_amount !== row.total_amount) patch.total_amount = f.total_amount;
+    if (f.currency !== undefined && f.currency !== row.currency) patch.currency = f.currency;
+    if (f.order_number !== undefined && f.order_number !== row.order_number) {
+      patch.order_number = f.order_number;
+      patch.order_number_key = orderNumberKey(f.order_number);
+    }
+    if (change.kind === 'cancelled' && row.cancelled_at === null) patch.cancelled_at = change.at;
+    if (change.kind === 'refunded') {
+      const refunded =
+        f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total);
+      const capped = Math.min(Math.max(refunded, 0), total);
+      if (capped !== row.refunded_amount) patch.refunded_amount = capped;
+    }
+    // The merchant's status is stored as sent; cancellation and refunds live in their own fields.
+    if (f.status !== undefined && f.status !== row.status) patch.status = f.status;
+    const itemsChanged = f.items !== undefined && !sameItems(f.items, storedItems);
+    return Object.keys(patch).length > 0 || itemsChanged ? patch : null;
+  }
+
+  function newRow(change: OrderChange): OrderRow | null {
+    const f = change.fields;
+    if (f.total_amount === undefined) return null;
+    const total = f.total_amount;
+    return orderRow({
+      id: uuidv7(change.at),
+      workspace_id: change.workspaceId,
+      contact_id: change.contactId,
+      platform: change.platform,
+      integration_id: change.integrationId,
+      origin: change.origin,
+      upsert_key: change.upsertKey,
+      external_id: change.upsertKey,
+      order_number: f.order_number ?? null,
+      total_amount: total,
+      currency: f.currency ?? '',
+      status: f.status ?? '',
+      ordered_at: f.ordered_at ?? change.at,
+      refunded_amount: change.kind === 'refunded' ? Math.min(f.refunded_amount ?? f.refund_amount ?? total, total) : 0,
+      cancelled_at: change.kind === 'cancelled' ? change.at : null,
+      at: change.at,
+    });
+  }
+
+  /** One round: each order key at most once. Returns the keys that lost an insert race (to retry as updates). */
+  async function applyRound(trx: Knex.Transaction, changes: OrderChange[], positions: number[], results: OrderChangeResult[]) {
+    const byWorkspace = new Map<string, number[]>();
+    for (const i of positions) {
+      const list = byWorkspace.get(changes[i]!.workspaceId) ?? [];
+      list.push(i);
+      byWorkspace.set(changes[i]!.workspaceId, list);
+    }
+    const lost: number[] = [];
+    const facts: TriggerFact[] = [];
+    const sales = new ActivityDelta();
+    for (const [workspaceId, indexes] of byWorkspace) {
+      const touchedContacts: string[] = [];
+      const existing = new Map(
+        (await orderStore.findByUpsertKeys(trx, workspaceId, indexes.map((i) => changes[i]!.upsertKey))).map((r) => [r.upsert_key!, r]),
+      );
+      const storedItems = await orderStore.itemsByOrder(
+        trx,
+        [...existing.values()].map((r) => r.id),
+      );
+
+      const fresh: Array<{ index: number; row: OrderRow }> = [];
+      for (const i of indexes) {
+        const change = changes[i]!;
+        const row = existing.get(change.upsertKey);
+        if (!row) {
+          const created = newRow(change);
+          if (created) fresh.push({ index: i, row: created });
+          else results[i] = { outcome: 'invalid', error: 'total_amount is required for a new order' };
+          continue;
+        }
+        const patch = patchFor(row, storedItems.get(row.id) ?? [], change);
+        if (!patch) {
+          results[i] = { orderId: row.id, outcome: 'unchanged' };
+          continue;
+        }
+        await orderStore.update(trx, row.id, { ...patch, updated_at: change.at });
+        if (change.fields.items !== undefined) await orderStore.replaceItems(trx, row, change.fields.items);
+        // What the order counted before comes out of the aggregates; what it counts now goes in.
+        const before = storedItems.get(row.id) ?? [];
+        sales.order(salesOf(row, before), -1).order(salesOf({ ...row, ...patch }, change.fields.items ?? before), 1);
+        touchedContacts.push(row.contact_id);
+        results[i] = { orderId: row.id, outcome: 'updated' };
+      }
+      if (fresh.length === 0) {
+        await orderStore.refreshContactTotals(trx, workspaceId, touchedContacts);
+        continue;
+      }
+
+      // Attribution runs once, when the order first arrives, from its ordered_at.
+      const credited = await attributeOrders(
+        trx,
+        workspaceId,
+        fresh.map(({ row }) => ({ id: row.id, contactId: row.contact_id, orderedAt: row.ordered_at })),
+      );
+      for (const { row } of fresh) {
+        const credit = credited.get(row.id);
+        if (!credit) continue;
+        row.attributed_campaign_id = credit.campaign_id;
+        row.attributed_flow_id = credit.flow_id;
+        row.attributed_message_id = credit.message_id;
+        row.attribution_kind = credit.kind;
+      }
+      const insertedIds = await orderStore.insertIgnoringConflicts(
+        trx,
+        fresh.map((f) => f.row),
+        new Map(fresh.map(({ index, row }) => [row.id, changes[index]!.fields.items ?? []])),
+      );
+      for (const { index, row } of fresh) {
+        if (!insertedIds.has(row.id)) {
+          lost.push(index);
+          continue;
+        }
+        results[index] = { orderId: row.id, outcome: 'inserted' };
+        touchedContacts.push(row.contact_id);
+        sales.order(salesOf(row, changes[index]!.fields.items ?? []), 1);
+        // order_placed flows start for live webhook orders only: not for a cancelled order, and not for a
+        // historical backfill (a sync must not mail customers about last year's orders).
+        if (row.origin === 'webhook' && row.cancelled_at === null) facts.push(orderPlacedFact(row));
+      }
+      await orderStore.refreshContactTotals(trx, workspaceId, touchedContacts);
+    }
+    await outbox.record(trx, facts);
+    await activity.record(trx, sales);
+    return lost;
+  }
+
+  /**
+   * Webhook and historical-sync writes, set-based: orders are upserted by external id, a new order is
+   * attributed once and fires `order_placed`, an existing one is updated in place and keeps its contact, and
+   * every touched contact's lifetime revenue is recomputed from its orders.
+   */
+  async function applyOrderChanges(trx: Knex.Transaction, changes: OrderChange[]): Promise<OrderChangeResult[]> {
+    const results: OrderChangeResult[] = new Array(changes.length);
+    for (const positions of rounds(changes)) {
+      let pending = positions;
+      // An insert lost to a concurrent writer is applied again, now as an update of the winner's row.
+      for (let attempt = 0; pending.length > 0 && attempt < 3; attempt++) {
+        pending = await applyRound(trx, changes, pending, results);
+      }
+      if (pending.length > 0) throw new Error('order upsert did not settle');
+    }
+    return results;
+  }
+
+  return { applyOrderChanges };
+}
+
+export type OrderUpsert = ReturnType<typeof createOrderUpsert>;
