@@ -44,7 +44,7 @@ const oneOf = <T extends readonly [string, ...string[]]>(values: T) =>
 const blankAsNull = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? null : value);
 
 const price = z.number().min(0, 'must not be negative').max(MAX_MONEY, `must be at most ${MAX_MONEY}`).nullable();
-const stock = z.number().int().min(-MAX_INT, `must be at least ${-MAX_INT}`).max(MAX_INT, `must be at most ${MAX_INT}`).nullable();
+const stock = z.number().min(-MAX_INT, `must be at least ${-MAX_INT}`).max(MAX_INT, `must be at most ${MAX_INT}`).int().nullable();
 
 const categoryList = z.preprocess(
   (value) => (value === null ? [] : value),
@@ -94,7 +94,7 @@ const feedFields = {
   name: text(255),
   recommendation_type: z.preprocess((value) => (value === null ? '' : value), z.union([z.literal(''), oneOf(RECOMMENDATION_TYPES)], { error: `must be one of ${RECOMMENDATION_TYPES.join(', ')} or an empty string` })),
   sort_by: oneOf(SORTS),
-  max_items: z.number().int().min(1, `must be at least 1`).max(MAX_MAX_ITEMS, `must be at most ${MAX_MAX_ITEMS}`),
+  max_items: z.number().min(1, `must be at least 1`).max(MAX_MAX_ITEMS, `must be at most ${MAX_MAX_ITEMS}`).int(),
   categories: categoryList,
   exclude_categories: categoryList,
   categories_op: oneOf(SET_OPS),

@@ -11,9 +11,9 @@ const unknownFields = (issue: z.core.$ZodRawIssue) =>
 
 const windowDays = z
   .number()
-  .int()
   .min(0, 'must be at least 0')
-  .max(MAX_WINDOW_DAYS, `must be at most ${MAX_WINDOW_DAYS}`);
+  .max(MAX_WINDOW_DAYS, `must be at most ${MAX_WINDOW_DAYS}`)
+  .int();
 
 /**
  * PATCH /api/v1/settings (CONTRACT §3): only the fields sent change; `null` clears a nullable one. Unknown
@@ -23,7 +23,7 @@ export const updateSettingsSchema = z.strictObject(
   {
     click_window_days: windowDays.optional(),
     open_window_days: windowDays.optional(),
-    contact_limit: z.number().int().min(0, 'must be at least 0').max(MAX_CONTACT_LIMIT, `must be at most ${MAX_CONTACT_LIMIT}`).nullable().optional(),
+    contact_limit: z.number().min(0, 'must be at least 0').max(MAX_CONTACT_LIMIT, `must be at most ${MAX_CONTACT_LIMIT}`).int().nullable().optional(),
     sender: z
       .strictObject(
         {

@@ -40,13 +40,14 @@ export const quantitySchema = z.preprocess(
   numericText,
   z
     .number()
-    .int()
+    // Bounds before int(): its own safe-integer bound would otherwise be the message.
     .min(0, 'must not be negative')
-    .max(MAX_QUANTITY, `must be at most ${MAX_QUANTITY}`),
+    .max(MAX_QUANTITY, `must be at most ${MAX_QUANTITY}`)
+    .int(),
 );
 
 /** A 32-bit integer column (stock levels, positions), number or numeric text. */
 export const intSchema = z.preprocess(
   numericText,
-  z.number().int().min(-MAX_INT, `must be at least ${-MAX_INT}`).max(MAX_INT, `must be at most ${MAX_INT}`),
+  z.number().min(-MAX_INT, `must be at least ${-MAX_INT}`).max(MAX_INT, `must be at most ${MAX_INT}`).int(),
 );

@@ -7,7 +7,7 @@ const MAX_PAGE = 1_000_000_000;
 
 /** `page` is 1-based; `perPage` above the maximum is clamped, not refused. */
 export const pagingSchema = z.object({
-  page: z.coerce.number().int().min(1).max(MAX_PAGE, `must be at most ${MAX_PAGE}`).default(1),
+  page: z.coerce.number().min(1).max(MAX_PAGE, `must be at most ${MAX_PAGE}`).int().default(1),
   // Clamped before the integer check, so a huge perPage is clamped too, not refused.
   perPage: z.coerce
     .number()
