@@ -112,7 +112,7 @@ describeEachDatabase('feed filters in SQL', (h) => {
     expect(ids).toEqual(expected.map((e) => e.id));
   });
 
-  it('reindexFilters rebuilds the side tables and title keys from the products', async () => {
+  it('reindexFilters (emk feeds reindex-filters) rebuilds the side tables and title keys from the products', async () => {
     const ws = (await h().workspace()).id;
     for (let i = 0; i < 30; i++) {
       await send(ws, 'product_updated', {
@@ -137,7 +137,7 @@ describeEachDatabase('feed filters in SQL', (h) => {
     await knex('products').where({ workspace_id: ws }).update({ title_key: '' });
     expect((await evaluate(ws, feeds[0]!)).count).toBe(0);
 
-    await createProductStore(h().services.db.dialect).reindexFilters(knex, ws);
+    expect(await h().services.products.reindexFilters(ws)).toEqual({ products: 30 });
     expect(await Promise.all(feeds.map((f) => evaluate(ws, f)))).toEqual(before);
   });
 

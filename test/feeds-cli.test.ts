@@ -162,5 +162,19 @@ for (const dialect of DIALECTS) {
         await db.close();
       }
     });
+
+    it('reindex-filters refills the filter tables of products stored without them (older databases)', async () => {
+      const create = async () => (await emk(['feeds', 'create', '--name', 'Hats only', '--categories', 'Hats'])).product_count;
+      expect(await create()).toBe(1);
+      const db = openDatabase(database.url);
+      try {
+        await db.knex('product_categories').delete();
+        expect(await create()).toBe(0);
+        expect(await emk(['feeds', 'reindex-filters'])).toEqual({ products: 3 });
+        expect(await create()).toBe(1);
+      } finally {
+        await db.close();
+      }
+    });
   });
 }

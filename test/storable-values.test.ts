@@ -310,7 +310,7 @@ describeEachDatabase('storable values over HTTP', (h) => {
       for (const path of places(target.body)) {
         for (const value of BAD_VALUES) {
           const webhookRoute = target.url.startsWith('/ecom/');
-          const bearer = webhookRoute ? { authorization: `Bearer ${ws.integrationKey}` } : {};
+          const bearer: Record<string, string> = webhookRoute ? { authorization: `Bearer ${ws.integrationKey}` } : {};
           const res = await raw(target.method, target.url, withValueAt(target.body, path, value), target.key ? ws.apiKey : undefined, bearer);
           requests++;
           const wrong = res.statusCode >= 500 || (webhookRoute && res.statusCode !== 200) || (webhookRoute && res.statusCode === 200 && !res.json().status);

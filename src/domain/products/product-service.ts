@@ -192,6 +192,14 @@ export function createProductService(deps: {
     upsertManual,
 
     /**
+     * Rebuilds the workspace's feed-filter side tables and title keys from its products (`emk feeds
+     * reindex-filters`): for products stored before those tables existed, or loaded with SQL past emk.
+     */
+    async reindexFilters(workspaceId: string): Promise<{ products: number }> {
+      return { products: await writeTransaction((trx) => products.reindexFilters(trx, workspaceId)) };
+    },
+
+    /**
      * Product events of the integration webhook, inside the webhook's transaction. Never throws over the
      * payload's shape: a product that cannot be read is `invalid` and nothing is written (applying half of
      * it would clear the fields it failed on).

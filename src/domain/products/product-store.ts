@@ -238,7 +238,8 @@ export function createProductStore(dialect: Dialect) {
      * Rebuilds the filter tables and title keys of a workspace from its products' columns, a batch of products
      * at a time (for products written by other means than this store, and the migration that adds them).
      */
-    async reindexFilters(db: Db, workspaceId: string): Promise<void> {
+    async reindexFilters(db: Db, workspaceId: string): Promise<number> {
+      let reindexed = 0;
       for (let after = ''; ; ) {
         const rows = await db('products')
           .where({ workspace_id: workspaceId })
@@ -246,7 +247,8 @@ export function createProductStore(dialect: Dialect) {
           .orderBy('id')
           .limit(REINDEX_BATCH)
           .select('id', 'workspace_id', 'title', 'categories', 'metadata');
-        if (rows.length === 0) return;
+        if (rows.length === 0) return reindexed;
+        reindexed += rows.length;
         const products = rows.map((raw) => ({
           id: raw.id as string,
           workspace_id: raw.workspace_id as string,

@@ -3,6 +3,7 @@ import { feedsCreateCommand } from './create.js';
 import { feedsListCommand } from './list.js';
 import { feedsPreviewCommand } from './preview.js';
 import { feedsRebuildActivityCommand } from './rebuild-activity.js';
+import { feedsReindexFiltersCommand } from './reindex-filters.js';
 
 /** `emk feeds <verb>`: saved product feeds (the feed API from the shell). */
 export function feedsCommand(): Command {
@@ -11,5 +12,6 @@ export function feedsCommand(): Command {
     .addCommand(feedsCreateCommand().exitOverride())
     .addCommand(feedsListCommand().exitOverride())
     .addCommand(feedsPreviewCommand().exitOverride())
-    .addCommand(feedsRebuildActivityCommand().exitOverride());
+    .addCommand(feedsRebuildActivityCommand().exitOverride())
+    .addCommand(feedsReindexFiltersCommand().exitOverride());
 }
