@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_DATABASE_URL } from './db/database.js';
 import { UsageError } from './errors.js';
-import { describeIssue } from './shared/validate.js';
+import { checkValue } from './shared/validate.js';
 
 const limit = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
@@ -53,8 +53,8 @@ export interface ConfigOverrides {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: ConfigOverrides = {}): EmkConfig {
-  const parsed = envSchema.safeParse(env);
-  if (!parsed.success) throw new UsageError(`invalid configuration: ${describeIssue(parsed.error.issues[0]!)}`);
+  const parsed = checkValue(envSchema, env);
+  if (!parsed.success) throw new UsageError(`invalid configuration: ${parsed.problem}`);
   const e = parsed.data;
   const port = overrides.port ?? e.PORT;
   return {
