@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { dialectOf } from '../src/domain/db/dialect/dialect.js';
+import { dialectOf } from '../src/domain/db/database.js';
 import { createProductStore } from '../src/domain/products/product-store.js';
 
 /**

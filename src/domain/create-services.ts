@@ -34,7 +34,7 @@ import { createWorkspaceStore } from './workspaces/workspace-store.js';
 /** The one composition root: the server and every CLI command build their services here. */
 export function createServices(db: Database) {
   const { knex, dialect } = db;
-  const writer = new WriteBatcher(knex, { concurrency: dialect.writeConcurrency });
+  const writer = new WriteBatcher(db, { concurrency: dialect.writeConcurrency });
   const contactStore = createContactStore(dialect, {
     contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
   });

@@ -67,7 +67,7 @@ export function createCartService(deps: { dialect: Dialect; outbox: TriggerOutbo
         id: row.id as string,
         external_id: row.external_id as string | null,
         last_event_type: row.last_event_type as CartEventType,
-        total_amount: row.total_amount === null ? null : dialect.readNumber(row.total_amount),
+        total_amount: dialect.readNullableNumber(row.total_amount),
         currency: row.currency as string | null,
         checkout_url: row.checkout_url as string | null,
         items: dialect.readJson<unknown[]>(row.items),
