@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
 import { postgresDialect } from '../src/domain/db/dialect/postgres.js';
@@ -235,6 +236,12 @@ for (const dialect of DIALECTS) {
     });
 
     if (dialect === 'postgres') {
+      it('bigint columns read as numbers on our connections, with no process-wide type parser', async () => {
+        const { rows } = await db.knex.raw('select 9007199254740991::bigint as big');
+        expect(rows[0].big).toBe(9007199254740991);
+        expect(pg.types.getTypeParser(pg.types.builtins.INT8)('1')).toBe('1');
+      });
+
       it('the test guard notices two statements racing on one connection', async () => {
         await db.knex.transaction((trx) => Promise.all([trx.raw('select 1'), trx.raw('select 2')]));
         expect(takeRacedQueries()).toHaveLength(1);
