@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
 import { WriteBatcher, type BatchHandler } from '../src/domain/db/write-batcher.js';
-import { ValidationError } from '../src/domain/errors.js';
+import { ConflictError, ValidationError } from '../src/domain/errors.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
 for (const dialect of DIALECTS) {
@@ -30,7 +30,7 @@ for (const dialect of DIALECTS) {
 
     it('commits the writes of concurrent callers in a few transactions, answering each in order', async () => {
       const concurrency = db.dialect.writeConcurrency;
-      const writer = new WriteBatcher(db.knex, { concurrency });
+      const writer = new WriteBatcher(db, { concurrency });
       transactions = 0;
       const results = await Promise.all(Array.from({ length: 300 }, (_, i) => writer.submit(insertProbe, `a${i}`)));
       expect(results).toEqual(Array.from({ length: 300 }, (_, i) => `stored:a${i}`));
@@ -41,7 +41,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('never runs more transactions at once than its concurrency', async () => {
-      const writer = new WriteBatcher(db.knex, { concurrency: 2 });
+      const writer = new WriteBatcher(db, { concurrency: 2 });
       let running = 0;
       let most = 0;
       const slow: BatchHandler<string, string> = async (trx, values) => {
@@ -57,7 +57,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('answers only after the commit: the row is readable from another connection when the promise resolves', async () => {
-      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
+      const writer = new WriteBatcher(db, { concurrency: db.dialect.writeConcurrency });
       await writer.submit(insertProbe, 'durable-1');
       const other = openDatabase(database.url);
       try {
@@ -68,16 +68,17 @@ for (const dialect of DIALECTS) {
     });
 
     it('a failing item fails alone; the rest of its group is committed', async () => {
-      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
+      const writer = new WriteBatcher(db, { concurrency: db.dialect.writeConcurrency });
       await writer.submit(insertProbe, 'dup');
       const outcomes = await Promise.allSettled(['b1', 'dup', 'b2', 'b3'].map((v) => writer.submit(insertProbe, v)));
       expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
       const stored = await db.knex('batch_probe').whereIn('value', ['b1', 'b2', 'b3']);
       expect(stored).toHaveLength(3);
     });
 
     it('run(): a unit that throws is undone alone (savepoint), its neighbours commit', async () => {
-      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
+      const writer = new WriteBatcher(db, { concurrency: db.dialect.writeConcurrency });
       const outcomes = await Promise.allSettled([
         writer.run((trx) => trx('batch_probe').insert({ value: 'u1' })),
         writer.run(async (trx) => {
@@ -93,7 +94,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('drain() waits for everything submitted', async () => {
-      const writer = new WriteBatcher(db.knex, { concurrency: db.dialect.writeConcurrency });
+      const writer = new WriteBatcher(db, { concurrency: db.dialect.writeConcurrency });
       const pending = Array.from({ length: 50 }, (_, i) => writer.submit(insertProbe, `c${i}`));
       await writer.drain();
       expect(await db.knex('batch_probe').where('value', 'like', 'c%')).toHaveLength(50);

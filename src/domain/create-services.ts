@@ -39,7 +39,7 @@ import { createWorkspaceStore } from './workspaces/workspace-store.js';
 /** The one composition root: the server and every CLI command build their services here. */
 export function createServices(db: Database) {
   const { knex, dialect } = db;
-  const writer = new WriteBatcher(knex, { concurrency: dialect.writeConcurrency });
+  const writer = new WriteBatcher(db, { concurrency: dialect.writeConcurrency });
   const contactStore = createContactStore(dialect);
   const eventStore = createEventStore(dialect);
   const productActivityStore = createProductActivityStore(dialect);

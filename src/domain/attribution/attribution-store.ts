@@ -2,8 +2,7 @@ import type { Knex } from 'knex';
 import { insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Attribution, EngagementKind } from './attribution.schema.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export interface EngagementRow {
   id: string;

@@ -1,4 +1,3 @@
-import type { Knex } from 'knex';
 import { byWorkspace, chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
@@ -6,8 +5,7 @@ import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import { emailKey, type Contact, type SubscriptionStatus } from './contact.schema.js';
 import { compositeKey, pairOf } from '../shared/keys.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export interface ContactRow {
   id: string;

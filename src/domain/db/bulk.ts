@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { Db } from './database.js';
 import type { Dialect } from './dialect/dialect.js';
 
 /** Rows per statement so that one multi-row insert stays under the database's bind-parameter and row limits. */
@@ -14,7 +14,7 @@ export function chunk<T>(items: T[], size: number): T[][] {
 
 /** Multi-row insert in as few statements as the bind limit allows. */
 export async function insertRows(
-  trx: Knex | Knex.Transaction,
+  trx: Db,
   dialect: Dialect,
   table: string,
   rows: Record<string, unknown>[],

@@ -1,10 +1,11 @@
 import knexFactory, { type Knex } from 'knex';
 import { UsageError } from '../errors.js';
 import type { Dialect } from './dialect/dialect.js';
-import { sqliteDialect } from './dialect/sqlite.js';
 import { postgresDialect } from './dialect/postgres.js';
+import { sqliteDialect } from './dialect/sqlite.js';
+import { DEFAULT_RETRY, runTranslated, type RetryPolicy } from './driver-errors.js';
 
-/** What stores and services query through: the pool, or the caller's transaction. */
+/** What stores and services read and write through: the pool, or the caller's transaction. */
 export type Db = Knex | Knex.Transaction;
 
 export interface Database {
@@ -15,14 +16,24 @@ export interface Database {
    * crash: shared rate-limit counters. Opened on first use, closed with the database.
    */
   relaxedKnex(): Knex;
-  /** Every write transaction starts here (on SQLite it begins IMMEDIATE: see dialect/sqlite.ts). */
+  /**
+   * Every write transaction starts here (on SQLite it begins IMMEDIATE: see dialect/sqlite.ts). `work` may
+   * run more than once: a lock conflict rolls the attempt back and runs it again (see driver-errors.ts). Driver
+   * errors come out as domain errors: ConflictError, ValidationError, UnavailableError.
+   */
   writeTransaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
+export interface DatabaseOptions {
+  /** How long a statement waits for another connection's lock (see ConnectionOptions in dialect/dialect.ts). */
+  lockTimeoutMs?: number;
+  retry?: Partial<RetryPolicy>;
+}
+
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/emk.db';
 
-/** `sqlite:<path>` or `postgres://user:pass@host:port/db` (CONTRACT §1). */
+/** `sqlite:<path>` or `postgres://user:pass@host:port/db` (README, configuration). */
 export function dialectFor(url: string): Dialect {
   if (url.startsWith('sqlite:')) {
     const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
@@ -33,15 +44,22 @@ export function dialectFor(url: string): Dialect {
   throw new UsageError(`unsupported database url "${url}": use sqlite:<path> or postgres://…`);
 }
 
-export function openDatabase(url: string): Database {
+/** The dialect of an open connection (for migrations, which receive only a knex). */
+export function dialectOf(knex: Knex): Dialect {
+  return knex.client.dialect === 'postgresql' ? postgresDialect('') : sqliteDialect('');
+}
+
+export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
   const dialect = dialectFor(url);
-  const knex = knexFactory(dialect.knexConfig());
+  const { lockTimeoutMs } = options;
+  const retry = { ...DEFAULT_RETRY, ...options.retry };
+  const knex = knexFactory(dialect.knexConfig({ lockTimeoutMs }));
   let relaxed: Knex | null = null;
   return {
     knex,
     dialect,
-    relaxedKnex: () => (relaxed ??= knexFactory(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2 }))),
-    writeTransaction: (work) => knex.transaction(work),
+    relaxedKnex: () => (relaxed ??= knexFactory(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2, lockTimeoutMs }))),
+    writeTransaction: (work) => runTranslated(dialect, retry, () => knex.transaction(work)),
     async close() {
       await relaxed?.destroy();
       await knex.destroy();

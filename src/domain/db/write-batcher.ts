@@ -1,10 +1,13 @@
 import type { Knex } from 'knex';
 import { EmkError, UnavailableError } from '../errors.js';
+import type { Database } from './database.js';
+import { domainErrorOf, isBusy } from './driver-errors.js';
 
 /**
  * Writes a group of items in one transaction and returns one result per item, in order. A handler works
  * set-based (multi-row statements); if it throws, the batch is retried item by item so one bad item fails
- * alone.
+ * alone. A handler may run more than once for the same items (that retry, or a lock conflict): it must only
+ * write through `trx`.
  */
 export type BatchHandler<I, O> = (trx: Knex.Transaction, items: I[]) => Promise<O[]>;
 
@@ -16,22 +19,6 @@ interface Pending {
 }
 
 type Unit<T> = (trx: Knex.Transaction) => Promise<T>;
-
-/**
- * Runs ad-hoc units of work inside a savepoint each: a unit that throws (a domain error, usually) is undone
- * alone while the rest of the group commits.
- */
-const runUnits: BatchHandler<Unit<unknown>, unknown> = async (trx, units) => {
-  const results: unknown[] = [];
-  for (const unit of units) {
-    try {
-      results.push(await trx.transaction((savepoint) => unit(savepoint)));
-    } catch (error) {
-      results.push(new FailedUnit(error));
-    }
-  }
-  return results;
-};
 
 class FailedUnit {
   constructor(readonly error: unknown) {}
@@ -49,10 +36,29 @@ export class WriteBatcher {
   private readonly flushes = new Set<Promise<void>>();
   private closed = false;
 
+  /** `db.writeTransaction` runs each group: lock conflicts are retried there, driver errors translated. */
   constructor(
-    private readonly knex: Knex,
+    private readonly db: Pick<Database, 'dialect' | 'writeTransaction'>,
     private readonly options: { concurrency: number; maxBatch?: number },
   ) {}
+
+  /**
+   * Runs ad-hoc units of work inside a savepoint each: a unit that throws (a domain error, usually) is undone
+   * alone while the rest of the group commits. A lock conflict is not the unit's fault: it fails the group,
+   * which runs again whole.
+   */
+  private readonly runUnits: BatchHandler<Unit<unknown>, unknown> = async (trx, units) => {
+    const results: unknown[] = [];
+    for (const unit of units) {
+      try {
+        results.push(await trx.transaction((savepoint) => unit(savepoint)));
+      } catch (error) {
+        if (isBusy(this.db.dialect, error)) throw error;
+        results.push(new FailedUnit(domainErrorOf(this.db.dialect, error)));
+      }
+    }
+    return results;
+  };
 
   submit<I, O>(handler: BatchHandler<I, O>, item: I): Promise<O> {
     // After close the database is going away: fail at once instead of waiting for a connection.
@@ -70,7 +76,7 @@ export class WriteBatcher {
 
   /** One ad-hoc unit of work, committed with the current group. */
   async run<T>(unit: Unit<T>): Promise<T> {
-    const result = await this.submit(runUnits, unit as Unit<unknown>);
+    const result = await this.submit(this.runUnits, unit as Unit<unknown>);
     if (result instanceof FailedUnit) throw result.error;
     return result as T;
   }
@@ -99,10 +105,11 @@ export class WriteBatcher {
 
   private async flush(batch: Pending[]): Promise<void> {
     try {
-      const results = await this.knex.transaction((trx) => this.apply(trx, batch));
+      const results = await this.db.writeTransaction((trx) => this.apply(trx, batch));
       batch.forEach((pending, i) => pending.resolve(results[i]));
     } catch (error) {
-      if (batch.length === 1) return batch[0]!.reject(error);
+      // Still locked after every attempt: no item is to blame, and alone each would wait as long again.
+      if (batch.length === 1 || error instanceof UnavailableError) return batch.forEach((pending) => pending.reject(error));
       // Find the culprit: each item again in its own transaction.
       for (const pending of batch) await this.flush([pending]);
     }

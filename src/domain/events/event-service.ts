@@ -145,10 +145,12 @@ export function createEventService(deps: {
       }
       return { record: eventStore.toRecord(row as unknown as Record<string, unknown>) };
     });
-    // Independent statements: queued on the connection together, without a round through the event loop between.
     const views = new ActivityDelta();
     for (const row of rows) views.event(row, 1);
-    await Promise.all([eventStore.insert(trx, rows), outbox.record(trx, facts), activity.record(trx, views)]);
+    // One after another: a transaction is one connection, which runs one statement at a time.
+    await eventStore.insert(trx, rows);
+    await outbox.record(trx, facts);
+    await activity.record(trx, views);
     await applyShippingEvents(trx, writes.filter((w, i) => !w.viaCollect && 'record' in results[i]!));
     return results;
   };

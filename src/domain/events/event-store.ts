@@ -6,8 +6,7 @@ import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { EventRecord } from './event.schema.js';
 import { compositeKey } from '../shared/keys.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export interface EventRow {
   id: string;

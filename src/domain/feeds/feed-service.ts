@@ -18,8 +18,7 @@ import {
   type SortBy,
 } from './feed.schema.js';
 import { toFeed, type FeedOrder, type FeedRow, type FeedStore } from './feed-store.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export type { FeedOrder };
 

@@ -4,8 +4,7 @@ import type { Paging } from '../shared/paging.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { toIso } from '../shared/time.js';
 import type { Feed, FeedSettings, MetadataCondition, SortBy } from './feed.schema.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export interface FeedRow extends FeedSettings {
   id: string;
@@ -22,7 +21,7 @@ export type FeedOrder = SortBy | 'random';
 const containing = (text: string) => `%${text.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 export function createFeedStore(dialect: Dialect) {
-  const nullableNumber = (value: unknown) => (value === null || value === undefined ? null : dialect.readNumber(value));
+  const nullableNumber = dialect.readNullableNumber;
   const fromRow = (raw: Record<string, unknown>): FeedRow => ({
     id: raw.id as string,
     workspace_id: raw.workspace_id as string,

@@ -1,6 +1,4 @@
-import type { Knex } from 'knex';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 /** The workspace's signing secret (contacts are read through the contact store). */
 export function createIdentityTokenStore() {

@@ -1,11 +1,9 @@
-import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { Integration } from './integration.schema.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export interface IntegrationRow {
   id: string;

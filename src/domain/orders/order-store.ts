@@ -1,12 +1,10 @@
-import type { Knex } from 'knex';
 import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { Order, OrderItem } from './order.schema.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export type OrderOrigin = 'webhook' | 'api' | 'sync';
 
@@ -58,7 +56,7 @@ export function createOrderStore(dialect: Dialect) {
           external_id: row.external_id,
           title: row.title,
           quantity: dialect.readNumber(row.quantity),
-          price: row.price === null ? null : dialect.readNumber(row.price),
+          price: dialect.readNullableNumber(row.price),
         });
         byOrder.set(row.order_id, list);
       }

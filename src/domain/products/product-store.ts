@@ -6,8 +6,7 @@ import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import { productFilterRows, titleKey, variantOptionRows } from './product-filters.js';
 import type { Product, ProductFields, ProductListFilter, Variant } from './product.schema.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export interface ProductRow extends ProductFields {
   id: string;
@@ -53,7 +52,7 @@ const REINDEX_BATCH = 2_000;
 const FILTER_TABLES = ['product_categories', 'product_metadata', 'product_variant_options'] as const;
 
 export function createProductStore(dialect: Dialect) {
-  const nullableNumber = (value: unknown) => (value === null || value === undefined ? null : dialect.readNumber(value));
+  const nullableNumber = dialect.readNullableNumber;
   const nullableBoolean = (value: unknown) => (value === null || value === undefined ? null : dialect.readBoolean(value));
 
   const fromRow = (raw: Record<string, unknown>): ProductRow => ({

@@ -4,8 +4,7 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { EVENT_PRODUCT_ID_FIELDS } from '../products/product-id.js';
 import { DAY_MS, MAX_PAIRED_PRODUCTS, VIEWS_PER_SALE } from './activity-delta.js';
 import { compositeKey } from '../shared/keys.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 export interface DailyChange {
   product_key: string;

@@ -1,8 +1,6 @@
-import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { storedSenderSchema, type Settings } from './settings.schema.js';
-
-type Db = Knex | Knex.Transaction;
+import type { Db } from '../db/database.js';
 
 const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender'] as const;
 
@@ -13,7 +11,7 @@ export function createSettingsStore(dialect: Dialect) {
     return {
       click_window_days: dialect.readNumber(row.click_window_days),
       open_window_days: dialect.readNumber(row.open_window_days),
-      contact_limit: row.contact_limit === null || row.contact_limit === undefined ? null : dialect.readNumber(row.contact_limit),
+      contact_limit: dialect.readNullableNumber(row.contact_limit),
       sender: { from_email: sender.from_email ?? null, from_name: sender.from_name ?? null },
     };
   };

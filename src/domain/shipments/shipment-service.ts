@@ -109,39 +109,38 @@ export function createShipmentService(deps: {
         // A contact the workspace's contact limit refuses falls back to the order's own.
         const contactId = (email ? ensured?.get(contactKey(workspaceId, email))?.row.id : undefined) ?? order?.contact_id ?? null;
         const eventId = uuidv7(now);
-        await Promise.all([
-          order ? store.setShippingStatus(trx, new Map([[order.id, input.shipment_status.slug]]), now) : null,
-          eventStore.insert(trx, [
-            {
-              id: eventId,
-              workspace_id: workspaceId,
-              contact_id: contactId,
-              anonymous_id: null,
-              event_name: SHIPPING_INFORMATION,
-              properties,
-              source,
-              dedupe_key: null,
-              created_at: now,
-              received_at: now,
-            },
-          ]),
-          // Nobody to enrol without a contact: like an anonymous event, it fires nothing.
-          contactId
-            ? outbox.record(trx, [
-                {
-                  workspaceId,
-                  triggerType: SHIPPING_INFORMATION,
-                  eventName: SHIPPING_INFORMATION,
-                  contactId,
-                  subjectType: 'shipment',
-                  subjectId: eventId,
-                  source,
-                  payload: { order_id: order?.id ?? null, shipping_status: input.shipment_status.slug },
-                  at: now,
-                },
-              ])
-            : null,
+        // One after another: a transaction is one connection, which runs one statement at a time.
+        if (order) await store.setShippingStatus(trx, new Map([[order.id, input.shipment_status.slug]]), now);
+        await eventStore.insert(trx, [
+          {
+            id: eventId,
+            workspace_id: workspaceId,
+            contact_id: contactId,
+            anonymous_id: null,
+            event_name: SHIPPING_INFORMATION,
+            properties,
+            source,
+            dedupe_key: null,
+            created_at: now,
+            received_at: now,
+          },
         ]);
+        // Nobody to enrol without a contact: like an anonymous event, it fires nothing.
+        if (contactId) {
+          await outbox.record(trx, [
+            {
+              workspaceId,
+              triggerType: SHIPPING_INFORMATION,
+              eventName: SHIPPING_INFORMATION,
+              contactId,
+              subjectType: 'shipment',
+              subjectId: eventId,
+              source,
+              payload: { order_id: order?.id ?? null, shipping_status: input.shipment_status.slug },
+              at: now,
+            },
+          ]);
+        }
         return { status: 'processed', event_id: eventId, event_type: SHIPPING_INFORMATION, has_contact: contactId !== null };
       });
     },
@@ -159,35 +158,33 @@ export function createShipmentService(deps: {
       const label = orderUpdateLabel(input.order_status.slug);
       return writer.run(async (trx) => {
         const now = Date.now();
-        const [matches, byEmail] = await Promise.all([
-          store.matchOrders(trx, workspaceId, [ref]),
-          email ? contactStore.findByEmails(trx, [[workspaceId, email]]) : null,
-        ]);
+        const matches = await store.matchOrders(trx, workspaceId, [ref]);
+        const byEmail = email ? await contactStore.findByEmails(trx, [[workspaceId, email]]) : null;
         const order = matches.get(ref) ?? null;
         const contactId = (email ? byEmail?.get(contactKey(workspaceId, email))?.id : undefined) ?? order?.contact_id ?? null;
         const shippingStatus = order ? (label ?? order.shipping_status) : null;
-        await Promise.all([
-          order && label && label !== order.shipping_status ? store.setShippingStatus(trx, new Map([[order.id, label]]), now) : null,
-          contactId
-            ? outbox.record(trx, [
-                {
-                  workspaceId,
-                  triggerType: 'order_updated',
-                  contactId,
-                  subjectType: 'order',
-                  // No order matched: the trigger still fires for the contact, its subject a fresh id.
-                  subjectId: order?.id ?? uuidv7(now),
-                  payload: {
-                    origin_order_id: ref,
-                    order_status: { slug: input.order_status.slug, name: input.order_status.name ?? null },
-                    order_id: order?.id ?? null,
-                    shipping_status: shippingStatus,
-                  },
-                  at: now,
-                },
-              ])
-            : null,
-        ]);
+        if (order && label && label !== order.shipping_status) {
+          await store.setShippingStatus(trx, new Map([[order.id, label]]), now);
+        }
+        if (contactId) {
+          await outbox.record(trx, [
+            {
+              workspaceId,
+              triggerType: 'order_updated',
+              contactId,
+              subjectType: 'order',
+              // No order matched: the trigger still fires for the contact, its subject a fresh id.
+              subjectId: order?.id ?? uuidv7(now),
+              payload: {
+                origin_order_id: ref,
+                order_status: { slug: input.order_status.slug, name: input.order_status.name ?? null },
+                order_id: order?.id ?? null,
+                shipping_status: shippingStatus,
+              },
+              at: now,
+            },
+          ]);
+        }
         return { status: 'processed', order_id: order?.id ?? null, shipping_status: shippingStatus, has_contact: contactId !== null };
       });
     },

@@ -20,7 +20,7 @@ export function createWorkspaceStore(dialect: Dialect) {
     site_id: row.site_id,
     click_window_days: dialect.readNumber(row.click_window_days),
     open_window_days: dialect.readNumber(row.open_window_days),
-    contact_limit: row.contact_limit === null ? null : dialect.readNumber(row.contact_limit),
+    contact_limit: dialect.readNullableNumber(row.contact_limit),
     created_at: toIso(row.created_at)!,
   });
 

@@ -1,6 +1,27 @@
 import type { Knex } from 'knex';
-import { postgresDialect } from './postgres.js';
-import { sqliteDialect } from './sqlite.js';
+
+/**
+ * What a driver error means for the caller, in the database's own codes (see driver-errors.ts for what each
+ * becomes): a unique key said no; a value the column cannot hold (`column` when the driver names it); another
+ * transaction holds a lock we need (worth running the transaction again).
+ */
+export type DriverFault = { kind: 'unique' } | { kind: 'invalid_value'; reason: InvalidValueReason; column?: string } | { kind: 'busy' };
+
+export type InvalidValueReason = 'text' | 'range' | 'length' | 'format';
+
+export interface ConnectionOptions {
+  /**
+   * Commits do not wait for the disk — only for a pool that holds data that may be lost in a crash
+   * (rate-limit counters), never customer data.
+   */
+  asynchronousCommit?: boolean;
+  poolMax?: number;
+  /**
+   * How long a statement waits for a lock held by another connection before failing as busy. SQLite waits
+   * 10 s unless told (its busy timeout); PostgreSQL waits without limit unless told (its lock_timeout).
+   */
+  lockTimeoutMs?: number;
+}
 
 /**
  * Everything that differs between SQLite and PostgreSQL lives behind this interface; the rest of the domain
@@ -14,11 +35,8 @@ export interface Dialect {
   readonly maxBindings: number;
   /** Most rows one multi-row INSERT may carry (knex writes SQLite's as a compound SELECT, capped at 500). */
   readonly maxRowsPerInsert: number;
-  /**
-   * Connection settings. `asynchronousCommit`: commits do not wait for the disk — only for a pool that holds
-   * data that may be lost in a crash (rate-limit counters), never customer data.
-   */
-  knexConfig(options?: { asynchronousCommit?: boolean; poolMax?: number }): Knex.Config;
+  /** Connection settings. */
+  knexConfig(options?: ConnectionOptions): Knex.Config;
   /** Encodes a value for a JSON column (text on SQLite, jsonb on PostgreSQL). */
   writeJson(value: unknown): string;
   readJson<T = unknown>(value: unknown): T;
@@ -27,7 +45,10 @@ export interface Dialect {
   readBoolean(value: unknown): boolean;
   /** Numeric and decimal columns come back as strings from pg. */
   readNumber(value: unknown): number;
-  isUniqueViolation(error: unknown): boolean;
+  /** readNumber for a nullable column: null (or absent) stays null. */
+  readNullableNumber(value: unknown): number | null;
+  /** What a driver error means, or null for anything else (a bug: it stays a 500). */
+  driverFault(error: unknown): DriverFault | null;
   /** Locks the selected rows until the transaction ends where the database has row locks. */
   forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
   /** An ORDER BY expression comparing a text column byte by byte (SQLite's default; PostgreSQL: COLLATE "C"). */
@@ -43,7 +64,7 @@ export interface Dialect {
   readonly writeConcurrency: number;
 }
 
-/** The dialect of an open connection (for migrations, which receive only a knex). */
-export function dialectOf(knex: Knex): Dialect {
-  return knex.client.dialect === 'postgresql' ? postgresDialect('') : sqliteDialect('');
-}
+/** Number columns read alike on both databases (pg returns numeric columns as strings). */
+export const readNumber = (value: unknown): number => Number(value ?? 0);
+export const readNullableNumber = (value: unknown): number | null =>
+  value === null || value === undefined ? null : Number(value);

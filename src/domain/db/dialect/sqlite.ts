@@ -2,16 +2,16 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
-import type { Dialect } from './dialect.js';
+import { readNullableNumber, readNumber, type Dialect, type DriverFault } from './dialect.js';
 
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /**
- * knex's sqlite3 client with two changes knex has no option for (knex is pinned; each override replaces one
- * method):
+ * knex's sqlite3 client with two changes knex has no option for (knex is pinned, and test/sqlite-client.test.ts
+ * checks the SQL; each override replaces one method):
  * - transactions begin IMMEDIATE: every transaction takes the write lock before it reads, so none ever has to
  *   upgrade a read snapshot, which fails at once with SQLITE_BUSY, without waiting, when another connection
- *   wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`);
+ *   wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`); a BEGIN that fails runs none of the work;
  * - multi-row inserts are `VALUES (…), (…)` instead of knex's `SELECT … UNION ALL SELECT …` (written for
  *   SQLite before 3.7.11): cheaper to run, and not capped at 500 rows.
  */
@@ -22,8 +22,12 @@ function tunedSqliteClient(): Constructor {
   const QueryCompiler = require('knex/lib/dialects/sqlite3/query/sqlite-querycompiler.js') as Constructor;
 
   class ImmediateTransaction extends Transaction {
-    begin(connection: unknown) {
-      return this.query(connection, 'BEGIN IMMEDIATE;');
+    async begin(connection: unknown) {
+      const result = await this.query(connection, 'BEGIN IMMEDIATE;');
+      // knex rejects the transaction when BEGIN fails (SQLITE_BUSY) but still runs its work, outside any
+      // transaction: statements that would autocommit while the caller is told it failed. Stop here instead.
+      if (this.isCompleted()) throw new Error('BEGIN IMMEDIATE failed');
+      return result;
     }
   }
 
@@ -60,17 +64,43 @@ function tunedSqliteClient(): Constructor {
   };
 }
 
+const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
+
 /**
- * Per-connection settings: WAL lets readers run beside the writer; FULL sync makes each commit durable; a
- * 32 MiB page cache (the default is 2 MiB) keeps index pages of the big tables in memory during bulk writes.
+ * Per-connection settings: WAL lets readers run beside the writer; FULL sync makes each commit durable; the
+ * busy timeout is how long a statement waits for another connection's lock; a 32 MiB page cache (the default
+ * is 2 MiB) keeps index pages of the big tables in memory during bulk writes.
  */
-const PRAGMAS = [
-  'PRAGMA journal_mode = WAL',
-  'PRAGMA synchronous = FULL',
-  'PRAGMA foreign_keys = ON',
-  'PRAGMA busy_timeout = 10000',
-  'PRAGMA cache_size = -32768',
-];
+function pragmas(busyTimeoutMs: number): string[] {
+  return [
+    'PRAGMA journal_mode = WAL',
+    'PRAGMA synchronous = FULL',
+    'PRAGMA foreign_keys = ON',
+    `PRAGMA busy_timeout = ${Math.round(busyTimeoutMs)}`,
+    'PRAGMA cache_size = -32768',
+  ];
+}
+
+/**
+ * node-sqlite3 puts the result code in `code`. TOOBIG: a text or blob past the length limit; MISMATCH: a
+ * value of the wrong type for a typed key column.
+ */
+function driverFault(error: unknown): DriverFault | null {
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  switch (code) {
+    case 'SQLITE_CONSTRAINT':
+      return typeof message === 'string' && /UNIQUE|PRIMARY KEY/.test(message) ? { kind: 'unique' } : null;
+    case 'SQLITE_BUSY':
+    case 'SQLITE_LOCKED':
+      return { kind: 'busy' };
+    case 'SQLITE_TOOBIG':
+      return { kind: 'invalid_value', reason: 'length' };
+    case 'SQLITE_MISMATCH':
+      return { kind: 'invalid_value', reason: 'format' };
+    default:
+      return null;
+  }
+}
 
 interface RawSqliteConnection {
   run(sql: string, callback: (error: Error | null) => void): void;
@@ -90,7 +120,8 @@ export function sqliteDialect(filename: string): Dialect {
     maxBindings: 32_000,
     // Inserts are multi-row VALUES (tunedSqliteClient): only the bind limit applies.
     maxRowsPerInsert: 32_000,
-    knexConfig() {
+    knexConfig(options = {}) {
+      const statements = pragmas(options.lockTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
       if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
       return {
         client: tunedSqliteClient() as unknown as typeof Knex.Client,
@@ -102,16 +133,16 @@ export function sqliteDialect(filename: string): Dialect {
           min: 1,
           max: 1,
           afterCreate: (connection: RawSqliteConnection, done: (error: Error | null, c: unknown) => void) =>
-            runSequentially(connection, PRAGMAS, (error) => done(error, connection)),
+            runSequentially(connection, statements, (error) => done(error, connection)),
         },
       };
     },
     writeJson: (value) => JSON.stringify(value ?? null),
     readJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
     readBoolean: (value) => value === 1 || value === true || value === '1',
-    readNumber: (value) => Number(value ?? 0),
-    isUniqueViolation: (error) =>
-      error instanceof Error && /SQLITE_CONSTRAINT/.test(error.message) && /UNIQUE|PRIMARY KEY/.test(error.message),
+    readNumber,
+    readNullableNumber,
+    driverFault,
     jsonText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
     // A single connection is the single writer: nothing else can change the row mid-transaction.
     forUpdate: (query) => query,
