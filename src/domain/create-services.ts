@@ -57,6 +57,7 @@ export function createServices(db: Database) {
   });
   const workspaces = createWorkspaceService({
     knex,
+    writeTransaction: db.writeTransaction,
     store: createWorkspaceStore(dialect),
     apiKeys,
     integrations,

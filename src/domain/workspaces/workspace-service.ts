@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import type { Database } from '../db/database.js';
 import type { ApiKeyService, CreatedApiKey } from '../api-keys/api-key-service.js';
 import { NotFoundError, UsageError } from '../errors.js';
 import type { CreatedIntegration, IntegrationService } from '../integrations/integration-service.js';
@@ -17,11 +18,12 @@ export interface BootstrappedWorkspace {
 
 export function createWorkspaceService(deps: {
   knex: Knex;
+  writeTransaction: Database['writeTransaction'];
   store: WorkspaceStore;
   apiKeys: ApiKeyService;
   integrations: IntegrationService;
 }) {
-  const { knex, store, apiKeys, integrations } = deps;
+  const { knex, writeTransaction, store, apiKeys, integrations } = deps;
   // A site id never moves to another workspace, so the Collect API's lookup is cached.
   const bySiteId = new TtlCache<string, Workspace>(30_000);
 
@@ -29,7 +31,7 @@ export function createWorkspaceService(deps: {
     /** `emk init`: a workspace with its site id, one API key and an active Website integration. */
     async bootstrap(input: unknown): Promise<BootstrappedWorkspace> {
       const { name, domain } = parseInput(createWorkspaceSchema, input);
-      return knex.transaction(async (trx) => {
+      return writeTransaction(async (trx) => {
         const id = uuidv7();
         await store.insert(trx, {
           id,
