@@ -444,15 +444,16 @@ export async function runFeedsBench(args: {
   emk: FeedsEmk;
   options: FeedsOptions;
   notes: string[];
+  failures: string[];
   onCleanup: (cleanup: () => Promise<void>) => void;
 }): Promise<FeedsRun[]> {
-  const { dir, postgresServer, emk, options, notes } = args;
+  const { dir, postgresServer, emk, options, notes, failures } = args;
   const runs: FeedsRun[] = [];
   const attempt = async (label: string, url: string) => {
     try {
       runs.push(await runOne(label, url, emk, options, notes));
     } catch (error) {
-      notes.push(`feeds on ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+      failures.push(`feeds on ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
   if (options.databases.has('sqlite')) await attempt('sqlite', `sqlite:${join(dir, 'feeds.db')}`);

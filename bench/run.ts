@@ -7,6 +7,7 @@ import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess } fr
 import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFile } from './events-volume.js';
 import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
+import { benchFailures } from './verdict.js';
 
 /**
  * `npm run bench`: emk's two event-ingestion routes on SQLite and PostgreSQL against a bare Fastify route that
@@ -243,7 +244,7 @@ async function runEmk(
   databaseLabel: string,
   databaseUrl: string,
   bare: Record<Route, number>,
-  notes: string[],
+  failures: string[],
 ): Promise<{ rows: Row[]; workspace: Workspace }> {
   log(`emk on ${databaseLabel}: bootstrapping…`);
   const workspace = await bootstrap(databaseUrl);
@@ -268,8 +269,8 @@ async function runEmk(
     } finally {
       const { code, killed } = await server.stop();
       const where = `emk serve (${databaseLabel}, ${label})`;
-      if (killed) notes.push(`${where} had not exited ${STOP_TIMEOUT_MS} ms after SIGTERM and was killed`);
-      else if (code !== 0) notes.push(`${where} exited with code ${code} after SIGTERM`);
+      if (killed) failures.push(`${where} had not exited ${STOP_TIMEOUT_MS} ms after SIGTERM and was killed`);
+      else if (code !== 0) failures.push(`${where} exited with code ${code} after SIGTERM`);
     }
   }
   return { rows, workspace };
@@ -415,6 +416,8 @@ async function main(): Promise<void> {
 
   const loadAtStart = os.loadavg()[0]!;
   const notes: string[] = [];
+  /** Steps that failed: printed with the notes, and the bench exits 1. */
+  const failures: string[] = [];
   const rows: Row[] = [];
   const syncRows: SyncRow[] = [];
   const eventsRows: EventsRow[] = [];
@@ -443,14 +446,14 @@ async function main(): Promise<void> {
       notes.push(`generated ${EVENT_ROWS} event rows for events import in ${((performance.now() - started) / 1000).toFixed(1)} s (not counted)`);
     }
     const runDatabase = async (label: string, url: string) => {
-      const emk = await runEmk(label, url, bare, notes);
+      const emk = await runEmk(label, url, bare, failures);
       rows.push(...emk.rows);
       if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench(label, url, ordersFile));
       if (EVENT_ROWS > 0) {
         try {
           eventsRows.push(await runEventsBench(label, url, emk.workspace, eventsFile, eventEmails));
         } catch (error) {
-          notes.push(`events at volume on ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+          failures.push(`events at volume on ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
         }
       }
     };
@@ -475,7 +478,9 @@ async function main(): Promise<void> {
         start: startEmk,
       };
       const options = { scale: FEEDS_SCALE, requests: FEED_REQUESTS, databases: FEEDS_DATABASES };
-      feedsRuns.push(...(await runFeedsBench({ dir, postgresServer, emk, options, notes, onCleanup: (cleanup) => cleanups.push(cleanup) })));
+      feedsRuns.push(
+        ...(await runFeedsBench({ dir, postgresServer, emk, options, notes, failures, onCleanup: (cleanup) => cleanups.push(cleanup) })),
+      );
     }
   } finally {
     killAll();
@@ -493,6 +498,12 @@ async function main(): Promise<void> {
     '\nrequests/s: autocannon mean of per-second samples; vs bare: requests/s relative to the bare Fastify route ' +
       'with the same body; errors: connection errors and timeouts; peak RSS: VmHWM of the server process.\n',
   );
+  const failed = benchFailures(rows, failures);
+  for (const failure of failed) process.stdout.write(`FAILED: ${failure}\n`);
+  if (failed.length > 0) process.exitCode = 1;
 }
 
-await main();
+await main().catch((error: unknown) => {
+  log(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  process.exitCode = 1;
+});
