@@ -85,10 +85,11 @@ for (const dialect of DIALECTS) {
       expect(real.errors).toHaveLength(2);
     });
 
-    it('a missing --file is a usage error; an unreadable file fails with exit 1', async () => {
+    it('no --file, or a file that does not exist, is a usage error (exit 2) like the other imports', async () => {
       expect((await runEmk(['sync-orders', '--db', database.url])).code).toBe(2);
       const missing = await runEmk(['sync-orders', '--db', database.url, '--file', '/nonexistent/orders.csv', '--json']);
-      expect(missing.code).toBe(1);
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toBe('emk: no such file: /nonexistent/orders.csv\n');
       expect(missing.stdout).toBe('');
     });
   });

@@ -1,5 +1,7 @@
 import { Command, CommanderError } from 'commander';
+import { apiKeysCommand } from './commands/api-keys/index.js';
 import { attributionCommand } from './commands/attribution/index.js';
+import { describeFailure } from './run-command.js';
 import { initCommand } from './commands/init.js';
 import { migrateCommand } from './commands/migrate.js';
 import { productsCommand } from './commands/products/index.js';
@@ -7,6 +9,7 @@ import { serveCommand } from './commands/serve.js';
 import { syncOrdersCommand } from './commands/orders/sync-orders.js';
 import { eventsCommand } from './commands/events/index.js';
 import { feedsCommand } from './commands/feeds/index.js';
+import { workspacesCommand } from './commands/workspaces/index.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
@@ -22,6 +25,8 @@ export function buildProgram(): Command {
     attributionCommand(),
     eventsCommand(),
     feedsCommand(),
+    workspacesCommand(),
+    apiKeysCommand(),
   ]) {
     program.addCommand(command);
   }
@@ -40,7 +45,12 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await buildProgram().parseAsync(argv);
   } catch (error) {
-    if (!(error instanceof CommanderError)) throw error;
-    process.exitCode = error.exitCode === 0 ? 0 : 2;
+    if (error instanceof CommanderError) {
+      process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    // runCommand reports its own failures; this is what escaped it: still one line, never a stack.
+    process.stderr.write(`emk: ${describeFailure(error)}\n`);
+    process.exitCode = 1;
   }
 }

@@ -5,6 +5,9 @@ import { openDatabase } from '../domain/db/database.js';
 import { migrateToLatest } from '../domain/db/migrate.js';
 import { EmkError } from '../domain/errors.js';
 import type { Workspace } from '../domain/workspaces/workspace.schema.js';
+import { portFlag } from './options.js';
+
+const debugging = () => process.env.EMK_DEBUG === '1';
 
 /** Options every command takes (CONTRACT §2). */
 export interface GlobalOptions {
@@ -22,16 +25,30 @@ export function withGlobalOptions(command: Command): Command {
     .option('--no-migrate', 'do not apply pending migrations first');
 }
 
-const LONGEST_MESSAGE = 600;
+/** Failures of reaching the database, by driver or system code, in our words. */
+const CONNECTION_FAILURES: Record<string, string> = {
+  '3D000': 'the database does not exist: create it, or check --db / EMK_DATABASE_URL',
+  '28P01': 'the database refused the user name or password in --db / EMK_DATABASE_URL',
+  '28000': 'the database refused the connection for this user',
+  ECONNREFUSED: 'cannot connect to the database: nothing listens at the address in --db / EMK_DATABASE_URL',
+  ENOTFOUND: 'cannot connect to the database: its host name is unknown',
+  ETIMEDOUT: 'cannot connect to the database: the connection timed out',
+  SQLITE_CANTOPEN: 'cannot open the SQLite database file given in --db / EMK_DATABASE_URL',
+};
 
 /**
- * Domain errors are written as they are; anything else is unexpected, and a database driver's message can
- * hold a whole SQL statement with its data: shown shortened, keeping the end, where the driver's reason is.
+ * One line for a person. Domain errors are written as they are; a database that cannot be reached is said in
+ * our words; anything else is unexpected and its text (a driver's message can hold a whole SQL statement with
+ * its data) is shown only with EMK_DEBUG=1, with its stack.
  */
-function describeFailure(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  if (error instanceof EmkError || message.length <= LONGEST_MESSAGE) return message;
-  return `unexpected error: …${message.slice(-LONGEST_MESSAGE)}`;
+export function describeFailure(error: unknown, debug = process.env.EMK_DEBUG === '1'): string {
+  if (error instanceof EmkError) return error.message;
+  const code = (error as { code?: unknown } | null)?.code;
+  const known = typeof code === 'string' ? CONNECTION_FAILURES[code] : undefined;
+  if (known) return known;
+  if (debug) return error instanceof Error ? (error.stack ?? error.message) : String(error);
+  const name = error instanceof Error ? error.constructor.name : typeof error;
+  return `unexpected error (${name}${typeof code === 'string' ? ` ${code}` : ''}); run again with EMK_DEBUG=1 for details`;
 }
 
 /** Ctrl-C at a prompt. */
@@ -58,14 +75,15 @@ export interface CommandContext {
  * to exit codes (1 failed, 2 usage, 130 cancelled) and always closes the database. Never calls process.exit.
  */
 export async function runCommand<T>(
-  options: GlobalOptions & ConfigOverrides,
+  options: GlobalOptions & Omit<ConfigOverrides, 'port'> & { port?: string },
   action: (context: CommandContext) => Promise<T>,
   render: (result: T) => string,
 ): Promise<void> {
   let services: Services | null = null;
   const json = options.json === true;
   try {
-    const config = loadConfig(process.env, options);
+    const port = options.port === undefined ? undefined : portFlag(options.port);
+    const config = loadConfig(process.env, { ...options, port });
     const interactive = !json && process.stdin.isTTY === true && process.stdout.isTTY === true;
     const context: CommandContext = {
       config,
@@ -89,7 +107,7 @@ export async function runCommand<T>(
     const result = await action(context);
     process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${render(result)}\n`);
   } catch (error) {
-    process.stderr.write(`emk: ${describeFailure(error)}\n`);
+    process.stderr.write(`emk: ${describeFailure(error).replace(/\s*\n\s*/g, debugging() ? '\n' : ' ')}\n`);
     process.exitCode = error instanceof EmkError ? error.exitCode : 1;
   } finally {
     if (services) await (services as Services).close();

@@ -49,7 +49,7 @@ export function createServices(db: Database) {
     store: productActivityStore,
   });
   const outbox = createTriggerOutbox(dialect);
-  const apiKeys = createApiKeyService({ knex, store: createApiKeyStore() });
+  const apiKeys = createApiKeyService({ knex, store: createApiKeyStore(), writeTransaction: db.writeTransaction });
   const integrations = createIntegrationService({
     knex,
     store: createIntegrationStore(dialect),

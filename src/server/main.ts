@@ -1,10 +1,14 @@
+import type { AddressInfo } from 'node:net';
 import type { EmkConfig } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
 import { buildApp } from './app.js';
 import { DrainGate } from './plugins/drain.js';
 
 export interface RunningServer {
+  /** A URL to reach the server from this machine (`http://localhost:8080` when it listens on every address). */
   address: string;
+  /** What it is bound to, as the operating system reports it. */
+  boundTo: { host: string; port: number };
   /** Drains (503 for new requests, in-flight ones finish), closes the listener, flushes writes. */
   stop(): Promise<void>;
 }
@@ -16,7 +20,12 @@ export async function startServer(
 ): Promise<RunningServer & { stopped: Promise<void> }> {
   const drain = new DrainGate();
   const app = await buildApp({ services, config, drain });
-  const address = await app.listen({ port: config.port, host: config.host });
+  await app.listen({ port: config.port, host: config.host });
+  const bound = app.server.address() as AddressInfo;
+  const boundTo = { host: bound.address, port: bound.port };
+  const everyAddress = bound.address === '0.0.0.0' || bound.address === '::';
+  const host = everyAddress ? 'localhost' : bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+  const address = `http://${host}:${bound.port}`;
 
   let stopping: Promise<void> | null = null;
   const stop = () => {
@@ -35,6 +44,7 @@ export async function startServer(
   process.once('SIGINT', onSignal);
   return {
     address,
+    boundTo,
     stop: async () => {
       await stop();
       process.off('SIGTERM', onSignal);

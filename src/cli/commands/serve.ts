@@ -11,14 +11,19 @@ export function serveCommand(): Command {
   return withGlobalOptions(
     new Command('serve')
       .description('run the HTTP server (Collect API, management API, webhook); drains on SIGTERM')
-      .option('--port <port>', 'port to listen on (default $PORT or 8080)')
+      .option('--port <port>', 'port to listen on, 0 for any free one (default $PORT or 8080)')
       .option('--host <host>', 'address to bind (default $HOST or 0.0.0.0)'),
   ).action((options: ServeOptions) =>
     runCommand(
-      { ...options, port: options.port === undefined ? undefined : Number(options.port) },
+      options,
       async (context) => {
-        const server = await startServer(await context.services(), context.config);
-        process.stderr.write(`emk listening on ${server.address}\n`);
+        const services = await context.services();
+        const server = await startServer(services, context.config);
+        const { host, port } = server.boundTo;
+        process.stderr.write(`emk listening on ${host}:${port}: ${server.address}\n`);
+        if ((await services.workspaces.list()).length === 0) {
+          process.stderr.write('no workspace yet: create one with `npx emk init` (it prints the API key and site id)\n');
+        }
         await server.stopped;
         return { address: server.address, stopped: true };
       },

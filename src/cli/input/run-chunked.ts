@@ -1,4 +1,3 @@
-import pLimit from 'p-limit';
 import { chunksOf, readRecords, type InputRow } from './record-reader.js';
 
 /** What one chunk did: counters to add up, and the rows it refused with their reasons. */
@@ -20,8 +19,9 @@ export interface ChunkedSummary {
 }
 
 /**
- * Streams a file through a domain function in chunks, `concurrency` chunks in flight at most (the reader
- * waits, so memory stays bounded). Each chunk commits on its own: a crash loses no committed chunk.
+ * Streams a file through a domain function in chunks, `concurrency` chunks in flight at most: the reader waits
+ * for a free place before reading on, so memory stays bounded (one loop bounds both; no limiter library is
+ * needed). Each chunk commits on its own: a crash loses no committed chunk.
  */
 export async function runChunked(
   path: string,
@@ -35,20 +35,19 @@ export async function runChunked(
   },
 ): Promise<ChunkedSummary> {
   const { chunkSize = 1000, concurrency = 4, handle, onProgress, signal } = options;
-  const limit = pLimit(concurrency);
   const summary: ChunkedSummary = { rows: 0, counts: {}, errors: [] };
   const inFlight = new Set<Promise<void>>();
   let failure: unknown = null;
 
   for await (const rows of chunksOf(readRecords(path), chunkSize)) {
     if (failure || signal?.aborted) break;
-    const task = limit(async () => {
+    const task = (async () => {
       const outcome = await handle(rows);
       summary.rows += rows.length;
       for (const [key, n] of Object.entries(outcome.counts)) summary.counts[key] = (summary.counts[key] ?? 0) + n;
       summary.errors.push(...outcome.errors);
       onProgress?.(summary);
-    }).catch((error: unknown) => {
+    })().catch((error: unknown) => {
       failure ??= error;
     });
     inFlight.add(task);

@@ -1,4 +1,4 @@
-import type { Db } from '../db/database.js';
+import type { Database, Db } from '../db/database.js';
 import type { Knex } from 'knex';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
@@ -31,8 +31,8 @@ const toApiKey = (row: ApiKeyRow): ApiKey => ({
 });
 
 /** Workspace API keys (`emk_…`): stored only as a SHA-256 hash; the key itself is shown once at creation. */
-export function createApiKeyService(deps: { knex: Knex; store: ApiKeyStore }) {
-  const { knex, store } = deps;
+export function createApiKeyService(deps: { knex: Knex; store: ApiKeyStore; writeTransaction: Database['writeTransaction'] }) {
+  const { knex, store, writeTransaction } = deps;
   // Key hash → workspace id. A revoke here clears it at once; other processes see it within the TTL.
   const cache = new TtlCache<string, string>(5_000);
 
@@ -50,6 +50,11 @@ export function createApiKeyService(deps: { knex: Knex; store: ApiKeyStore }) {
       };
       await store.insert(db, row);
       return { ...toApiKey(row), key };
+    },
+
+    /** A new key on its own (`emk api-keys create`); `create` is for a caller's transaction. */
+    issue(workspaceId: string, name?: string): Promise<CreatedApiKey> {
+      return writeTransaction((trx) => this.create(trx, workspaceId, name));
     },
 
     /** The workspace a key belongs to; 401 for a missing, unknown or revoked key. */

@@ -49,16 +49,24 @@ export function dialectOf(knex: Knex): Dialect {
   return knex.client.dialect === 'postgresql' ? postgresDialect('') : sqliteDialect('');
 }
 
+/**
+ * knex would print its pool's failures (a database that does not exist, with the driver's stack) before the
+ * caller hears of them; every such failure also rejects the query that needed the connection, and the caller
+ * reports it in its own words, so knex's own log stays silent.
+ */
+const SILENT_LOG = { warn() {}, error() {}, deprecate() {}, debug() {} };
+
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
   const dialect = dialectFor(url);
   const { lockTimeoutMs } = options;
   const retry = { ...DEFAULT_RETRY, ...options.retry };
-  const knex = knexFactory(dialect.knexConfig({ lockTimeoutMs }));
+  const connect = (config: Knex.Config) => knexFactory({ ...config, log: SILENT_LOG });
+  const knex = connect(dialect.knexConfig({ lockTimeoutMs }));
   let relaxed: Knex | null = null;
   return {
     knex,
     dialect,
-    relaxedKnex: () => (relaxed ??= knexFactory(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2, lockTimeoutMs }))),
+    relaxedKnex: () => (relaxed ??= connect(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2, lockTimeoutMs }))),
     writeTransaction: (work) => runTranslated(dialect, retry, () => knex.transaction(work)),
     async close() {
       await relaxed?.destroy();

@@ -39,6 +39,8 @@ function inOurWords(issue: z.core.$ZodRawIssue): string {
   switch (issue.code) {
     case 'invalid_type':
       if (issue.input === undefined) return 'is required';
+      // Coerced text that is no number arrives as NaN, of the expected type: naming it would say nothing.
+      if (typeNameOf(issue.input) === issue.expected) return `must be ${TYPE_NAMES[issue.expected] ?? `a ${issue.expected}`}`;
       return `must be ${TYPE_NAMES[issue.expected] ?? `a ${issue.expected}`} (got ${typeNameOf(issue.input)})`;
     case 'too_big':
       return sized(issue.origin, issue.inclusive === false ? 'less than' : 'at most', issue.maximum);

@@ -75,7 +75,9 @@ export function createWorkspaceService(deps: {
       const all = await store.list(knex);
       if (all.length === 1) return all[0]!;
       throw new UsageError(
-        all.length === 0 ? 'no workspace yet: run `emk init` first' : 'several workspaces: pass --workspace <id>',
+        all.length === 0
+          ? 'no workspace yet: run `npx emk init` first'
+          : `${all.length} workspaces: pass --workspace <id> (\`npx emk workspaces list\` shows them)`,
       );
     },
   };

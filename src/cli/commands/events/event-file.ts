@@ -1,8 +1,7 @@
-import { existsSync, writeFileSync } from 'node:fs';
-import { UsageError } from '../../../domain/errors.js';
+import { writeFileSync } from 'node:fs';
 import type { BatchRowError } from '../../../domain/events/event-batch.js';
-import { formatOf } from '../../input/record-reader.js';
 import { runChunked, type ChunkedSummary, type ChunkOutcome, type RowError } from '../../input/run-chunked.js';
+import { concurrencyFlag, inputFile } from '../../options.js';
 import { startProgress } from '../../progress.js';
 import type { CommandContext } from '../../run-command.js';
 
@@ -13,11 +12,11 @@ import type { CommandContext } from '../../run-command.js';
  */
 export async function runEventFile(
   context: CommandContext,
-  options: { file: string; concurrency?: string; errors?: string; label: string },
+  options: { file: string; concurrency: string; errors?: string; label: string },
   handleBatch: (records: Record<string, unknown>[]) => Promise<{ counts: Record<string, number>; errors: BatchRowError[] }>,
 ): Promise<{ summary: ChunkedSummary; interrupted: boolean }> {
-  formatOf(options.file);
-  if (!existsSync(options.file)) throw new UsageError(`no such file: ${options.file}`);
+  inputFile(options.file);
+  const concurrency = concurrencyFlag(options.concurrency);
   const progress = startProgress(context.interactive, `${options.label} ${options.file}`);
   const stop = new AbortController();
   const onSignal = () => stop.abort();
@@ -26,7 +25,7 @@ export async function runEventFile(
   try {
     const summary = await runChunked(options.file, {
       chunkSize: 1000,
-      concurrency: Math.max(1, Number(options.concurrency) || 4),
+      concurrency,
       signal: stop.signal,
       handle: async (rows): Promise<ChunkOutcome> => {
         const errors: RowError[] = [];

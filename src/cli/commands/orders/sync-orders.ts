@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { describeRowErrors, runChunked, type RowError } from '../../input/run-chunked.js';
+import { concurrencyFlag, inputFile } from '../../options.js';
 import { startProgress } from '../../progress.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
@@ -27,18 +28,20 @@ export function syncOrdersCommand(): Command {
     new Command('sync-orders')
       .description('historical order sync from CSV or JSON Lines (upsert by external_id; re-running never double counts)')
       .requiredOption('--file <path>', 'orders file (.csv or .jsonl)')
-      .option('--dry-run', 'validate only, write nothing')
+      .option('--dry-run', 'write nothing; count what would be inserted, updated and left unchanged')
       .option('--concurrency <n>', 'chunks in flight', '4'),
   ).action((options: SyncOrdersOptions) =>
     runCommand(
       options,
       async (context): Promise<SyncOrdersSummary> => {
+        const file = inputFile(options.file);
+        const concurrency = concurrencyFlag(options.concurrency);
         const services = await context.services();
         const workspace = await context.workspace();
         const dryRun = options.dryRun === true;
         const progress = startProgress(context.interactive, `syncing orders from ${options.file}`);
-        const summary = await runChunked(options.file, {
-          concurrency: Math.max(1, Number(options.concurrency) || 4),
+        const summary = await runChunked(file, {
+          concurrency,
           handle: async (rows) => {
             const errors: RowError[] = [];
             const readable = rows.flatMap((row) => ('error' in row ? (errors.push(row), []) : [row]));
@@ -61,7 +64,9 @@ export function syncOrdersCommand(): Command {
       },
       (s) =>
         [
-          `${s.dry_run ? 'checked' : 'synced'} ${s.rows} orders: ${s.inserted} inserted, ${s.updated} updated, ${s.skipped} unchanged, ${s.errors.length} rejected`,
+          s.dry_run
+            ? `dry run, nothing written: of ${s.rows} orders ${s.inserted} would be inserted, ${s.updated} updated, ${s.skipped} left unchanged, ${s.errors.length} rejected`
+            : `synced ${s.rows} orders: ${s.inserted} inserted, ${s.updated} updated, ${s.skipped} unchanged, ${s.errors.length} rejected`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

@@ -1,8 +1,7 @@
-import { existsSync } from 'node:fs';
 import { Command } from 'commander';
-import { UsageError } from '../../../domain/errors.js';
 import { formatOf, type InputFormat } from '../../input/record-reader.js';
 import { describeRowErrors, runChunked, type ChunkOutcome, type RowError } from '../../input/run-chunked.js';
+import { inputFile } from '../../options.js';
 import { startProgress } from '../../progress.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
@@ -38,8 +37,7 @@ export function productsImportCommand(): Command {
     runCommand(
       options,
       async (context): Promise<ProductImportSummary> => {
-        const format: InputFormat = formatOf(options.file);
-        if (!existsSync(options.file)) throw new UsageError(`no such file: ${options.file}`);
+        const format: InputFormat = formatOf(inputFile(options.file));
         const services = await context.services();
         const workspace = await context.workspace();
         const progress = startProgress(context.interactive, 'Importing products');

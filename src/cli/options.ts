@@ -1,0 +1,28 @@
+import { existsSync } from 'node:fs';
+import { z } from 'zod';
+import { UsageError } from '../domain/errors.js';
+import { checkValue } from '../domain/shared/validate.js';
+import { formatOf } from './input/record-reader.js';
+
+/** A flag's value through a zod schema; a bad one is a usage error (exit 2) naming the flag. */
+function flag<S extends z.ZodType>(name: string, schema: S, value: string): z.output<S> {
+  const checked = checkValue(schema, value.trim() === '' ? undefined : value);
+  if (!checked.success) throw new UsageError(`${name} ${checked.problem.replace(/^body /, '')} (got ${JSON.stringify(value)})`);
+  return checked.data;
+}
+
+const wholeNumber = (min: number, max: number) =>
+  z.coerce.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`).int('must be a whole number');
+
+/** `--concurrency`: chunks in flight, 1 to 64. */
+export const concurrencyFlag = (value: string) => flag('--concurrency', wholeNumber(1, 64), value);
+
+/** `--port`: 0 (any free port) to 65535. */
+export const portFlag = (value: string) => flag('--port', wholeNumber(0, 65_535), value);
+
+/** `--file` of an import: a .csv or .jsonl file that exists. */
+export function inputFile(path: string): string {
+  formatOf(path);
+  if (!existsSync(path)) throw new UsageError(`no such file: ${path}`);
+  return path;
+}
