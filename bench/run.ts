@@ -55,6 +55,8 @@ const SETTLE_MS = 500;
 
 const EMK_ENV: NodeJS.ProcessEnv = {
   ...process.env,
+  // The bench measures throughput, not deploys: a server it stops closes at once.
+  EMK_DRAIN_GRACE_MS: '0',
   EMK_LOG_LEVEL: 'warn',
   EMK_LIMIT_WEBHOOK_PER_INTEGRATION: HUGE_LIMIT,
   EMK_LIMIT_WEBHOOK_PER_IP: HUGE_LIMIT,

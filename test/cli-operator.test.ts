@@ -22,7 +22,7 @@ function expectOneLineFailure(result: CliResult, code: number, message: RegExp) 
 function serveOnce(databaseUrl: string): Promise<{ stderr: string; code: number | null; port: number }> {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [EMK_BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--db', databaseUrl], {
-      env: { ...process.env, EMK_LOG_LEVEL: 'silent' },
+      env: { ...process.env, EMK_LOG_LEVEL: 'silent', EMK_DRAIN_GRACE_MS: '0' },
     });
     let stderr = '';
     let port = 0;
@@ -32,7 +32,7 @@ function serveOnce(databaseUrl: string): Promise<{ stderr: string; code: number 
     }, 20_000);
     child.stderr.on('data', async (chunk) => {
       stderr += chunk;
-      const listening = /emk listening on 127\.0\.0\.1:(\d+): http:\/\/127\.0\.0\.1:(\d+)\n/.exec(stderr);
+      const listening = /emk listening on http:\/\/127\.0\.0\.1:(\d+) \(bound to 127\.0\.0\.1:(\d+)\)\n/.exec(stderr);
       // The hint (when there is one) is written right after the listening line: wait for the health of the
       // server, which answers only once both lines are out.
       if (listening && port === 0) {

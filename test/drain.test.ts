@@ -24,6 +24,8 @@ const CHILD_ENV: NodeJS.ProcessEnv = {
   EMK_LIMIT_COLLECT_PER_SITE: '0',
   EMK_LIMIT_COLLECT_PER_IP_SITE: '0',
   EMK_LOG_LEVEL: 'warn',
+  // Short, so the stream below runs through the whole grace and into the closed listener.
+  EMK_DRAIN_GRACE_MS: '300',
 };
 
 const COLLECT_EVENT = 'drain_probe_collect';
@@ -60,10 +62,10 @@ async function runCli<T>(args: string[]): Promise<T> {
   return JSON.parse(stdout) as T;
 }
 
-function startServer(databaseUrl: string): Promise<ServerProcess> {
+function startServer(databaseUrl: string, env: NodeJS.ProcessEnv = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', '--db', databaseUrl, '--port', '0', '--host', '127.0.0.1'], {
     cwd: ROOT,
-    env: CHILD_ENV,
+    env: { ...CHILD_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -401,6 +403,91 @@ describe('draining on SIGTERM (emk serve process)', () => {
         }
         const acknowledgedTotal = outcomes.filter(isSuccess).length;
         expect(stored.collect.length + stored.api.length).toBe(acknowledgedTotal);
+      },
+      90_000,
+    );
+  }
+
+  /**
+   * A deploy answers every request: load through a SIGTERM, then count resets. Clients behave as behind a
+   * load balancer: each sends until it is told the server drains (503 + Retry-After), then goes elsewhere;
+   * new clients arriving during the grace are told the same; once the grace is over the listener closes and a
+   * connection is refused (safe: nothing was sent). No request may see its connection reset.
+   */
+  for (const dialect of DIALECTS) {
+    it(
+      `a deploy answers every request: 2xx or 503 during the grace, refused after it, never reset [${dialect}]`,
+      async () => {
+        const GRACE_MS = 3_000;
+        const database: TestDatabase = await createTestDatabase(dialect);
+        cleanups.push(() => database.drop());
+        const init = await runCli<{ site_id: string; api_key: string }>(['init', '--db', database.url, '--json', '--name', 'Deploy', '--domain', 'deploy.test']);
+        const server = await startServer(database.url, { EMK_DRAIN_GRACE_MS: String(GRACE_MS) });
+        cleanups.push(async () => {
+          if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+        });
+        const contactRes = await fetch(`http://127.0.0.1:${server.port}/api/v1/contacts`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-api-key': init.api_key },
+          body: JSON.stringify({ email: 'deploy@example.com' }),
+        });
+        const target: Target = { port: server.port, siteId: init.site_id, apiKey: init.api_key, contactId: ((await contactRes.json()) as { id: string }).id };
+        let signalAt: number | null = null;
+        const signalSentAt = () => signalAt;
+        let seq = 0;
+        const outcomes: Outcome[] = [];
+        const agents: http.Agent[] = [];
+        let onEnoughServed!: () => void;
+        const enoughServed = new Promise<void>((done) => (onEnoughServed = done));
+
+        // Keep-alive clients (one socket each, re-used) and clients that open a fresh connection per request.
+        const client = async (route: Route, keepAlive: boolean) => {
+          const agent = new http.Agent({ keepAlive, maxSockets: 1 });
+          agents.push(agent);
+          for (;;) {
+            const outcome = await send(target, agent, route, seq++, 'stream', signalSentAt).outcome;
+            outcomes.push(outcome);
+            if (outcomes.filter(isSuccess).length >= 60) onEnoughServed();
+            if (outcome.error || outcome.status === 503) return;
+          }
+        };
+        const clients = (['collect', 'api'] as const).flatMap((route) => [true, true, false, false].map((keepAlive) => client(route, keepAlive)));
+
+        await withTimeout(enoughServed, REQUEST_TIMEOUT_MS, 'the first 60 answers');
+        signalAt = Date.now();
+        server.child.kill('SIGTERM');
+        await withTimeout(Promise.all(clients), REQUEST_TIMEOUT_MS, 'clients told to go elsewhere');
+
+        // Newcomers during the grace: the listener still takes them, and tells them to go elsewhere.
+        const newcomerAgent = new http.Agent({ keepAlive: false });
+        agents.push(newcomerAgent);
+        const newcomers = await Promise.all(
+          (['collect', 'api', 'collect', 'api'] as const).map((route) => send(target, newcomerAgent, route, seq++, 'batch', signalSentAt).outcome),
+        );
+        const graceLeft = GRACE_MS - (Date.now() - signalAt);
+
+        const exit = await withTimeout(server.exited, EXIT_TIMEOUT_MS, `emk serve exit after SIGTERM; stderr:\n${server.stderr()}`);
+        // After the grace: refused, never reset.
+        const late = await send(target, new http.Agent({ keepAlive: false }), 'api', seq++, 'batch', signalSentAt).outcome;
+        for (const agent of agents) agent.destroy();
+
+        const all = [...outcomes, ...newcomers, late];
+        const summary = `${tally(all)}\nexited ${exit.at - signalAt} ms after SIGTERM (grace ${GRACE_MS} ms)\nserver stderr:\n${server.stderr()}`;
+        expect({ code: exit.code, signal: exit.signal }, summary).toEqual({ code: 0, signal: null });
+        expect(exit.at - signalAt, summary).toBeGreaterThanOrEqual(GRACE_MS);
+
+        const resets = all.filter((o) => o.error && !/ECONNREFUSED/.test(o.error));
+        expect(resets.map(describeOutcome), summary).toEqual([]);
+        expect(all.filter((o) => o.status !== undefined && !isSuccess(o) && !isDrain503(o)).map(describeOutcome)).toEqual([]);
+        expect(outcomes.filter(isDrain503).length, summary).toBeGreaterThan(0);
+        if (graceLeft > 500) expect(newcomers.map((o) => o.status), summary).toEqual([503, 503, 503, 503]);
+        expect(late.error, summary).toMatch(/ECONNREFUSED/);
+
+        // Every 2xx was stored, and nothing else.
+        const stored = await storedSeqs(database.url);
+        for (const route of ['collect', 'api'] as const) {
+          expect(sorted(stored[route])).toEqual(sorted(all.filter((o) => o.route === route && isSuccess(o)).map((o) => o.seq)));
+        }
       },
       90_000,
     );

@@ -23,7 +23,7 @@ interface Server {
 function startServer(databaseUrl: string, env: Record<string, string>): Promise<Server> {
   const child = spawn(process.execPath, [EMK, 'serve', '--db', databaseUrl, '--port', '0', '--host', '127.0.0.1'], {
     cwd: ROOT,
-    env: { ...process.env, EMK_LOG_LEVEL: 'warn', ...env },
+    env: { ...process.env, EMK_LOG_LEVEL: 'warn', EMK_DRAIN_GRACE_MS: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

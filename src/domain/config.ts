@@ -24,6 +24,8 @@ const envSchema = z.object({
   EMK_LIMIT_AUTH_PER_IP: limit(10),
   EMK_LIMIT_CP_PER_IP: limit(30),
   EMK_SMTP_URL: z.string().optional(),
+  // After SIGTERM the listener stays open this long, answering 503, while load balancers stop sending.
+  EMK_DRAIN_GRACE_MS: z.coerce.number().min(0).max(120_000, 'must be at most 120000').int().default(5_000),
 });
 
 export interface RateLimitConfig {
@@ -44,6 +46,8 @@ export interface EmkConfig {
   trustProxy: boolean;
   limits: RateLimitConfig;
   smtpUrl: string | undefined;
+  /** How long the listener stays open after SIGTERM (answering 503) before it closes. */
+  drainGraceMs: number;
 }
 
 export interface ConfigOverrides {
@@ -73,5 +77,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       cpPerIp: e.EMK_LIMIT_CP_PER_IP,
     },
     smtpUrl: e.EMK_SMTP_URL,
+    drainGraceMs: e.EMK_DRAIN_GRACE_MS,
   };
 }

@@ -10,10 +10,22 @@ export interface RunningServer {
   /** What it is bound to, as the operating system reports it. */
   boundTo: { host: string; port: number };
   /** Drains (503 for new requests, in-flight ones finish), closes the listener, flushes writes. */
-  stop(): Promise<void>;
+  stop(options?: { graceMs?: number }): Promise<void>;
 }
 
-/** Listens and drains on SIGTERM/SIGINT (CONTRACT §1); resolves `stopped` once everything is closed. */
+const waitFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Listens, and drains on SIGTERM (a deploy) and SIGINT (Ctrl-C); resolves `stopped` once everything is closed.
+ * The order makes every request get an answer (docs/operations.md, Draining):
+ * 1. from the signal on, new requests are answered 503 `server draining` with Retry-After and
+ *    `Connection: close` (so is every reply still in flight): a client knows nothing was stored, and retries;
+ * 2. the listener stays open for the grace (`EMK_DRAIN_GRACE_MS`, SIGTERM only): a load balancer takes a few
+ *    seconds to stop sending to a pod, and a connection refused before it notices would fail a request;
+ * 3. the requests in flight finish; 4. the listener closes, and with it the keep-alive sockets that are idle
+ *    (between requests: never one with a request on it); a connection refused from then on is safe, the
+ *    client knows nothing was sent; 5. pending writes are flushed and the database closed.
+ */
 export async function startServer(
   services: Services,
   config: EmkConfig,
@@ -28,9 +40,10 @@ export async function startServer(
   const address = `http://${host}:${bound.port}`;
 
   let stopping: Promise<void> | null = null;
-  const stop = () => {
+  const stop = (graceMs: number) => {
     stopping ??= (async () => {
       drain.start();
+      if (graceMs > 0) await waitFor(graceMs);
       await drain.idle();
       await app.close();
       await services.close();
@@ -39,16 +52,18 @@ export async function startServer(
   };
   let onStopped!: () => void;
   const stopped = new Promise<void>((resolve) => (onStopped = resolve));
-  const onSignal = () => void stop().then(onStopped, onStopped);
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
+  // A deploy (SIGTERM) waits for the load balancer; a person at the terminal (SIGINT) does not.
+  const onTerm = () => void stop(config.drainGraceMs).then(onStopped, onStopped);
+  const onInterrupt = () => void stop(0).then(onStopped, onStopped);
+  process.once('SIGTERM', onTerm);
+  process.once('SIGINT', onInterrupt);
   return {
     address,
     boundTo,
-    stop: async () => {
-      await stop();
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
+    stop: async (options = {}) => {
+      await stop(options.graceMs ?? 0);
+      process.off('SIGTERM', onTerm);
+      process.off('SIGINT', onInterrupt);
       onStopped();
     },
     stopped,

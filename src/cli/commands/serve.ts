@@ -20,7 +20,7 @@ export function serveCommand(): Command {
         const services = await context.services();
         const server = await startServer(services, context.config);
         const { host, port } = server.boundTo;
-        process.stderr.write(`emk listening on ${host}:${port}: ${server.address}\n`);
+        process.stderr.write(`emk listening on ${server.address} (bound to ${host}:${port})\n`);
         if ((await services.workspaces.list()).length === 0) {
           process.stderr.write('no workspace yet: create one with `npx emk init` (it prints the API key and site id)\n');
         }

@@ -55,6 +55,12 @@ export class DrainGate {
       });
     });
 
+    // A reply still in flight when draining starts closes its connection too: the client opens its next one
+    // elsewhere, and no keep-alive socket is left to cut while a request may be arriving on it.
+    app.addHook('onSend', async (_request, reply) => {
+      if (this.isDraining) reply.header('connection', 'close');
+    });
+
     const gate = this;
     app.addHook('onRoute', (route) => {
       const handler = route.handler as RouteHandlerMethod;
