@@ -43,7 +43,7 @@ const VARIANT_KEYS = [
 
 const tick = () => new Promise((r) => setTimeout(r, 5));
 
-describeEachDatabase('product catalog', (h) => {
+describeEachDatabase('product catalog', (h, dialect) => {
   /** The workspace's own Website integration (platform `website`, domain `shop.test`). */
   const website = (ws: TestWorkspace): Integration => ({ workspaceId: ws.id, platform: 'website', domain: 'shop.test' });
 
@@ -134,9 +134,17 @@ describeEachDatabase('product catalog', (h) => {
         return result;
       });
       await firstWritten;
-      // PostgreSQL: the second reads no row yet and waits on the first's insert; SQLite: it waits for the writer.
+      // PostgreSQL: the second reads no row yet and waits on the first's insert; SQLite: it waits for the writer
+      // (the one connection). Released only once it is seen waiting, so the race surely happens.
       const second = send(website(ws), 'product_updated', { ...base, price: 0, title: 'Second' });
-      await new Promise((r) => setTimeout(r, 200));
+      const waiting = async () =>
+        dialect === 'postgres'
+          ? Number(
+              (await knex.raw("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"))
+                .rows[0].n,
+            ) > 0
+          : (knex.client.pool as { numPendingAcquires(): number }).numPendingAcquires() > 0;
+      while (!(await waiting())) await new Promise((r) => setTimeout(r, 10));
       release();
       expect(await first).toBe('applied');
       expect(await second).toBe('applied');

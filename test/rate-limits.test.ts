@@ -14,15 +14,6 @@ const nextIp = () => {
   return `10.${ipCounter >> 16}.${(ipCounter >> 8) & 255}.${ipCounter & 255}`;
 };
 
-/**
- * Limits use a rolling minute made of two fixed windows aligned on the minute: a burst straddling the
- * minute would split its count over two windows. Start bursts well inside a minute.
- */
-async function awayFromMinuteEnd(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left <= 3_000) await new Promise((resolve) => setTimeout(resolve, left + 50));
-}
-
 const header = (res: LightMyRequestResponse, name: string) => {
   const value = res.headers[name];
   return value === undefined ? undefined : String(value);
@@ -94,7 +85,6 @@ describeEachDatabase(
       const ws1 = await h().workspace('ip-1');
       const ws2 = await h().workspace('ip-2');
       const ip = nextIp();
-      await awayFromMinuteEnd();
       // One budget per address across sites and across /collect/* endpoints.
       expectPassed(await collect(h(), ws1.siteId, ip), 3, 2);
       expectPassed(await collect(h(), ws2.siteId, ip, '/collect/identify'), 3, 1);
@@ -112,7 +102,6 @@ describeEachDatabase(
     it('a refused request writes nothing', async () => {
       const ws = await h().workspace('ip-nowrite');
       const ip = nextIp();
-      await awayFromMinuteEnd();
       for (let i = 0; i < 3; i++) expect((await collect(h(), ws.siteId, ip, '/collect/identify')).statusCode).toBe(200);
       expectRateLimited(await collect(h(), ws.siteId, ip, '/collect/identify'), 3);
       const contacts = await h().request({ method: 'GET', url: '/api/v1/contacts', key: ws.apiKey });
@@ -122,7 +111,6 @@ describeEachDatabase(
     it('X-Forwarded-For is not trusted by default: a client cannot pick a fresh address per request', async () => {
       const ws = await h().workspace('ip-xff');
       const ip = nextIp();
-      await awayFromMinuteEnd();
       const spoofed = (n: number) =>
         h().request({
           method: 'POST',
@@ -138,7 +126,6 @@ describeEachDatabase(
     it('CORS preflights do not spend the budget', async () => {
       const ws = await h().workspace('ip-options');
       const ip = nextIp();
-      await awayFromMinuteEnd();
       for (let i = 0; i < 5; i++) {
         const preflight = await h().request({
           method: 'OPTIONS',
@@ -161,7 +148,6 @@ describeEachDatabase(
       const ws = await h().workspace('site-1');
       const otherWs = await h().workspace('site-2');
       const [a, b] = [nextIp(), nextIp()];
-      await awayFromMinuteEnd();
       const remaining: string[] = [];
       for (let i = 0; i < 4; i++) {
         const res = await collect(h(), ws.siteId, i % 2 ? b : a);
@@ -191,7 +177,6 @@ describeEachDatabase(
       const ws = await h().workspace('ipsite-1');
       const otherWs = await h().workspace('ipsite-2');
       const [ip, otherIp] = [nextIp(), nextIp()];
-      await awayFromMinuteEnd();
       for (let i = 0; i < 3; i++) {
         const res = await collect(h(), ws.siteId, ip, i === 1 ? '/collect/identify' : '/collect/event');
         expect(res.statusCode).toBe(200);
@@ -214,7 +199,6 @@ describeEachDatabase(
     it('one integration is limited across client addresses; another integration has its own budget', async () => {
       const ws1 = await h().workspace('wh-1');
       const ws2 = await h().workspace('wh-2');
-      await awayFromMinuteEnd();
       for (let i = 0; i < 3; i++) expectPassed(await webhook(h(), ws1.integrationId, nextIp()), 3, 2 - i);
       expectRateLimited(await webhook(h(), ws1.integrationId, nextIp()), 3);
       expectRateLimited(await webhook(h(), ws1.integrationId, nextIp()), 3);
@@ -224,7 +208,6 @@ describeEachDatabase(
     });
 
     it('an unknown integration id is limited too (the limit comes before the lookup)', async () => {
-      await awayFromMinuteEnd();
       const id = `unknown-${Math.random().toString(36).slice(2)}`;
       for (let i = 0; i < 3; i++) expectPassed(await webhook(h(), id, nextIp()), 3, 2 - i);
       expectRateLimited(await webhook(h(), id, nextIp()), 3);
@@ -239,7 +222,6 @@ describeEachDatabase(
     it('one address is limited across integrations and platforms; another address is not', async () => {
       const workspaces = [await h().workspace('whip-1'), await h().workspace('whip-2'), await h().workspace('whip-3')];
       const ip = nextIp();
-      await awayFromMinuteEnd();
       expectPassed(await webhook(h(), workspaces[0]!.integrationId, ip), 3, 2);
       expectPassed(await webhook(h(), workspaces[1]!.integrationId, ip), 3, 1);
       expectPassed(await webhook(h(), 'another-integration', ip, 'shopify'), 3, 0);
@@ -264,7 +246,6 @@ describeEachDatabase(
 
     it('register, login and refresh share one budget per address', async () => {
       const ip = nextIp();
-      await awayFromMinuteEnd();
       expectPassed(await auth('login', ip), 3, 2);
       expectPassed(await auth('register', ip), 3, 1);
       expectPassed(await auth('refresh', ip), 3, 0);
@@ -282,7 +263,6 @@ describeEachDatabase(
   (h) => {
     it('/cp/* pages share one budget per address', async () => {
       const ip = nextIp();
-      await awayFromMinuteEnd();
       expectPassed(await h().request({ method: 'GET', url: '/cp/unsubscribe/some-token', remoteAddress: ip }), 3, 2);
       expectPassed(await h().request({ method: 'POST', url: '/cp/unsubscribe/some-token', remoteAddress: ip }), 3, 1);
       expectPassed(await h().request({ method: 'GET', url: '/cp/preferences/other-token', remoteAddress: ip }), 3, 0);
@@ -300,7 +280,6 @@ describeEachDatabase(
     it('is not limited and carries no RateLimit headers, even with every scope at 1', async () => {
       const ws = await h().workspace('mgmt');
       const ip = nextIp();
-      await awayFromMinuteEnd();
       for (let i = 0; i < 15; i++) {
         const res = await h().request({ method: 'GET', url: '/api/v1/contacts', key: ws.apiKey, remoteAddress: ip });
         expect(res.statusCode).toBe(200);
@@ -338,7 +317,6 @@ describeEachDatabase(
       const ip = nextIp();
       const sites = [];
       for (let i = 0; i < 6; i++) sites.push((await h().workspace(`zero-${i}`)).siteId);
-      await awayFromMinuteEnd();
       for (const siteId of sites) expectPassed(await collect(h(), siteId, ip), 2, 1);
       expectPassed(await collect(h(), sites[0]!, ip), 2, 0);
       expectRateLimited(await collect(h(), sites[0]!, ip), 2);
@@ -392,7 +370,6 @@ describeEachDatabase(
 
     it('Collect reports 200 per IP and site_id, the tightest of its budgets', async () => {
       const ws = await h().workspace('defaults-collect');
-      await awayFromMinuteEnd();
       const res = await collect(h(), ws.siteId, nextIp());
       expect(res.statusCode).toBe(200);
       expectPassed(res, 200, 199);
@@ -400,7 +377,6 @@ describeEachDatabase(
 
     it('the webhook reports 300 per integration', async () => {
       const ws = await h().workspace('defaults-webhook');
-      await awayFromMinuteEnd();
       const ip = nextIp();
       expectPassed(await webhook(h(), ws.integrationId, ip), 300, 299);
       expectPassed(await webhook(h(), ws.integrationId, ip), 300, 298);
@@ -408,7 +384,6 @@ describeEachDatabase(
 
     it('auth allows 10 requests a minute per address, the 11th gets 429', async () => {
       const ip = nextIp();
-      await awayFromMinuteEnd();
       for (let i = 0; i < 10; i++) {
         expectPassed(
           await h().request({ method: 'POST', url: '/api/v1/auth/login', remoteAddress: ip, json: { email: 'a@b.c', password: 'x' } }),
@@ -424,7 +399,6 @@ describeEachDatabase(
 
     it('consent pages allow 30 requests a minute per address, the 31st gets 429', async () => {
       const ip = nextIp();
-      await awayFromMinuteEnd();
       for (let i = 0; i < 30; i++) {
         expectPassed(await h().request({ method: 'GET', url: `/cp/preferences/t${i}`, remoteAddress: ip }), 30, 29 - i);
       }

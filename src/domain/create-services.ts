@@ -7,6 +7,7 @@ import { createAttributionStore } from './attribution/attribution-store.js';
 import { createContactService } from './contacts/contact-service.js';
 import { createContactStore } from './contacts/contact-store.js';
 import type { Database } from './db/database.js';
+import type { Clock } from './shared/time.js';
 import { WriteBatcher } from './db/write-batcher.js';
 import { createEventService } from './events/event-service.js';
 import { createEventStore } from './events/event-store.js';
@@ -36,8 +37,12 @@ import { createWebhookService } from './webhook/webhook-service.js';
 import { createWorkspaceService } from './workspaces/workspace-service.js';
 import { createWorkspaceStore } from './workspaces/workspace-store.js';
 
-/** The one composition root: the server and every CLI command build their services here. */
-export function createServices(db: Database) {
+/**
+ * The one composition root: the server and every CLI command build their services here. `clock` feeds the
+ * caches and the rate-limit windows (tests move it by hand).
+ */
+export function createServices(db: Database, options: { clock?: Clock } = {}) {
+  const { clock } = options;
   const { knex, dialect } = db;
   const writer = new WriteBatcher(db, { concurrency: dialect.writeConcurrency });
   const contactStore = createContactStore(dialect);
@@ -49,11 +54,12 @@ export function createServices(db: Database) {
     store: productActivityStore,
   });
   const outbox = createTriggerOutbox(dialect);
-  const apiKeys = createApiKeyService({ knex, store: createApiKeyStore(), writeTransaction: db.writeTransaction });
+  const apiKeys = createApiKeyService({ knex, store: createApiKeyStore(), writeTransaction: db.writeTransaction, clock });
   const integrations = createIntegrationService({
     knex,
     store: createIntegrationStore(dialect),
     writeTransaction: db.writeTransaction,
+    clock,
   });
   const workspaces = createWorkspaceService({
     knex,
@@ -61,12 +67,14 @@ export function createServices(db: Database) {
     store: createWorkspaceStore(dialect),
     apiKeys,
     integrations,
+    clock,
   });
   const settings = createSettingsService({
     knex,
     writer,
     store: createSettingsStore(dialect),
     onChange: () => workspaces.forgetCached(),
+    clock,
   });
   const identityTokens = createIdentityTokenService({ knex, store: createIdentityTokenStore(), contactStore });
   const attribution = createAttributionService({
@@ -149,6 +157,7 @@ export function createServices(db: Database) {
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
   const rateLimiter = createRateLimiter(
     dialect.sharedByProcesses ? createDatabaseCounterStore(db.relaxedKnex()) : createMemoryCounterStore(),
+    clock,
   );
 
   let closing: Promise<void> | null = null;

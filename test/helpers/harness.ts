@@ -17,6 +17,20 @@ export const NO_LIMITS: Record<string, string> = {
   EMK_LIMIT_CP_PER_IP: '0',
 };
 
+/**
+ * The clock of the harness's caches and rate-limit windows, moved by hand: it starts frozen 30 s into the
+ * current minute (a window never turns in the middle of a test) and moves only when a test advances it.
+ */
+export interface ManualClock {
+  (): number;
+  advance(ms: number): void;
+}
+
+export function manualClock(start = Date.now() - (Date.now() % 60_000) + 30_000): ManualClock {
+  let now = start;
+  return Object.assign(() => now, { advance: (ms: number) => void (now += ms) });
+}
+
 export interface TestWorkspace {
   id: string;
   siteId: string;
@@ -29,6 +43,8 @@ export interface Harness {
   dialect: DialectName;
   database: TestDatabase;
   services: Services;
+  /** What the services' caches and rate limits read as the time. */
+  clock: ManualClock;
   app: FastifyInstance;
   config: EmkConfig;
   /** A new workspace, so tests in one file stay apart. */
@@ -40,12 +56,14 @@ export interface Harness {
 export async function createHarness(dialect: DialectName, env: Record<string, string> = {}): Promise<Harness> {
   const database = await createTestDatabase(dialect);
   const config = loadConfig({ ...NO_LIMITS, ...env, EMK_DATABASE_URL: database.url, EMK_LOG_LEVEL: 'silent' });
-  const services = createServices(openDatabase(config.databaseUrl));
+  const clock = manualClock();
+  const services = createServices(openDatabase(config.databaseUrl), { clock });
   const app = await buildApp({ services, config, logLevel: 'silent' });
   return {
     dialect,
     database,
     services,
+    clock,
     app,
     config,
     async workspace(name = 'Test shop') {

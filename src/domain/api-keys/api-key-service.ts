@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
 import { toIso } from '../shared/time.js';
+import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import type { ApiKeyRow, ApiKeyStore } from './api-key-store.js';
 
@@ -31,10 +32,15 @@ const toApiKey = (row: ApiKeyRow): ApiKey => ({
 });
 
 /** Workspace API keys (`emk_…`): stored only as a SHA-256 hash; the key itself is shown once at creation. */
-export function createApiKeyService(deps: { knex: Knex; store: ApiKeyStore; writeTransaction: Database['writeTransaction'] }) {
+export function createApiKeyService(deps: {
+  knex: Knex;
+  store: ApiKeyStore;
+  writeTransaction: Database['writeTransaction'];
+  clock?: Clock;
+}) {
   const { knex, store, writeTransaction } = deps;
   // Key hash → workspace id. A revoke here clears it at once; other processes see it within the TTL.
-  const cache = new TtlCache<string, string>(5_000);
+  const cache = new TtlCache<string, string>(5_000, deps.clock);
 
   return {
     async create(db: Db, workspaceId: string, name = 'default'): Promise<CreatedApiKey> {

@@ -4,6 +4,7 @@ import type { Database } from '../db/database.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
+import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import {
@@ -44,10 +45,11 @@ export function createIntegrationService(deps: {
   knex: Knex;
   store: IntegrationStore;
   writeTransaction: Database['writeTransaction'];
+  clock?: Clock;
 }) {
   const { knex, store, writeTransaction } = deps;
   // Integration id → its row, for the webhook's hot path. Changes made here drop the entry at once.
-  const cache = new TtlCache<string, IntegrationRow>(CACHE_TTL_MS);
+  const cache = new TtlCache<string, IntegrationRow>(CACHE_TTL_MS, deps.clock);
 
   async function findOwned(db: Knex | Knex.Transaction, workspaceId: string, id: string, lock = false) {
     const row = id.length <= MAX_ID_LENGTH ? await store.findInWorkspace(db, workspaceId, id, lock) : null;

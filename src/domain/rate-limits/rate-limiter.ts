@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../shared/time.js';
 import type { CounterStore } from './counter-store.js';
 import { decide, windowStartOf, type RateLimitDecision } from './sliding-window.js';
 
@@ -13,7 +14,7 @@ export interface RateLimitBudget {
  * refuses, the request is taken back from all of them. The decision returned is the tightest one, which is
  * what the `RateLimit-*` headers report.
  */
-export function createRateLimiter(store: CounterStore, clock: () => number = Date.now) {
+export function createRateLimiter(store: CounterStore, clock: Clock = systemClock) {
   return {
     async spend(budgets: RateLimitBudget[]): Promise<RateLimitDecision | null> {
       const active = budgets.filter((b) => b.limit > 0);

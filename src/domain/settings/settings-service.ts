@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError } from '../errors.js';
+import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import { updateSettingsSchema, type Settings } from './settings.schema.js';
@@ -19,9 +20,10 @@ export function createSettingsService(deps: {
   writer: WriteBatcher;
   store: SettingsStore;
   onChange?: (workspaceId: string) => void;
+  clock?: Clock;
 }) {
   const { knex, writer, store, onChange } = deps;
-  const cache = new TtlCache<string, Settings>(CACHE_TTL_MS);
+  const cache = new TtlCache<string, Settings>(CACHE_TTL_MS, deps.clock);
 
   async function get(workspaceId: string, db: Knex | Knex.Transaction = knex): Promise<Settings> {
     const settings = await store.find(db, workspaceId);

@@ -1,3 +1,11 @@
+/**
+ * Where caches and rate-limit windows read the time: the system clock in production, a clock a test moves
+ * by hand (so a test never sleeps for a cache to expire or a window to turn).
+ */
+export type Clock = () => number;
+
+export const systemClock: Clock = () => Date.now();
+
 /** Times are stored as epoch milliseconds (one integer column kind on both databases) and shown as RFC 3339. */
 export function toIso(ms: number | string | null | undefined): string | null {
   if (ms === null || ms === undefined) return null;

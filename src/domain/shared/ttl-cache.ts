@@ -1,3 +1,5 @@
+import { systemClock, type Clock } from './time.js';
+
 /**
  * A small bounded cache for hot read paths (site id → workspace, API key → workspace). Entries expire after
  * `ttlMs`, which bounds how long another process's change (a revoked key) can go unseen here.
@@ -7,13 +9,14 @@ export class TtlCache<K, V> {
 
   constructor(
     private readonly ttlMs: number,
+    private readonly clock: Clock = systemClock,
     private readonly maxEntries = 10_000,
   ) {}
 
   get(key: K): V | undefined {
     const entry = this.entries.get(key);
     if (!entry) return undefined;
-    if (entry.expires < Date.now()) {
+    if (entry.expires < this.clock()) {
       this.entries.delete(key);
       return undefined;
     }
@@ -26,7 +29,7 @@ export class TtlCache<K, V> {
       const oldest = this.entries.keys().next();
       if (!oldest.done) this.entries.delete(oldest.value);
     }
-    this.entries.set(key, { value, expires: Date.now() + this.ttlMs });
+    this.entries.set(key, { value, expires: this.clock() + this.ttlMs });
   }
 
   delete(key: K): void {

@@ -5,6 +5,7 @@ import type { ApiKeyService, CreatedApiKey } from '../api-keys/api-key-service.j
 import { NotFoundError, UsageError } from '../errors.js';
 import type { CreatedIntegration, IntegrationService } from '../integrations/integration-service.js';
 import { randomToken, uuidv7 } from '../shared/ids.js';
+import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import { createWorkspaceSchema, type Workspace } from './workspace.schema.js';
@@ -22,10 +23,11 @@ export function createWorkspaceService(deps: {
   store: WorkspaceStore;
   apiKeys: ApiKeyService;
   integrations: IntegrationService;
+  clock?: Clock;
 }) {
   const { knex, writeTransaction, store, apiKeys, integrations } = deps;
   // A site id never moves to another workspace, so the Collect API's lookup is cached.
-  const bySiteId = new TtlCache<string, Workspace>(30_000);
+  const bySiteId = new TtlCache<string, Workspace>(30_000, deps.clock);
 
   return {
     /** `emk init`: a workspace with its site id, one API key and an active Website integration. */
