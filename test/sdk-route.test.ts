@@ -6,6 +6,7 @@ import { buildApp } from '../src/server/app.js';
 import { DrainGate } from '../src/server/plugins/drain.js';
 import { builtScriptPath, sdkRoutes } from '../src/server/routes/sdk/sdk-routes.js';
 import { describeEachDatabase } from './helpers/harness.js';
+import { serializerCompiler, validatorCompiler } from '../src/server/openapi/route-schema.js';
 
 const ORIGIN = 'http://shop.example';
 
@@ -93,7 +94,10 @@ describeEachDatabase(
 
 describe('sdkRoutes without a built script', () => {
   it('answers 404 naming the build step instead of failing the server', async () => {
+    // A bare Fastify with the app's schema compilers: routes describe themselves with zod schemas.
     const app = Fastify();
+    app.setValidatorCompiler(validatorCompiler);
+    app.setSerializerCompiler(serializerCompiler);
     await app.register(sdkRoutes({ scriptPath: '/nonexistent/emk.js' }));
     const res = await app.inject({ method: 'GET', url: '/emk.js?s=x' });
     expect(res.statusCode).toBe(404);

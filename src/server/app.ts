@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import type { EmkConfig } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
 import { registerApiKeyAuth } from './plugins/api-key-auth.js';
@@ -6,6 +6,7 @@ import { registerCors } from './plugins/cors.js';
 import { DrainGate } from './plugins/drain.js';
 import { answerRoutingError, registerErrorHandling } from './plugins/errors.js';
 import { registerJsonBody } from './plugins/json-body.js';
+import { registerOpenApi } from './openapi/openapi-plugin.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
 import { requestIdOf, registerRequestId } from './plugins/request-id.js';
 import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
@@ -20,8 +21,12 @@ import { integrationRoutes } from './routes/integrations/integration-routes.js';
 import { settingsRoutes } from './routes/settings/settings-routes.js';
 import { productRoutes } from './routes/products/product-routes.js';
 import { feedRoutes } from './routes/feeds/feed-routes.js';
+import { healthRoutes } from './routes/health/health-routes.js';
 
-/** CONTRACT §3: bodies above 5 MiB are refused with 413. */
+/** The API's version in the OpenAPI document: the package's. */
+const EMK_VERSION = '0.1.0';
+
+/** Bodies above 5 MiB are refused with 413 (docs/api/errors.md). */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
 
 export interface AppOptions {
@@ -29,6 +34,8 @@ export interface AppOptions {
   config: EmkConfig;
   drain?: DrainGate;
   logLevel?: string;
+  /** Told of every route as it is registered (the test that every route is in the OpenAPI document). */
+  onRoute?: (route: RouteOptions) => void;
 }
 
 /** The HTTP face of emk. Thin: every route validates, calls one domain function and shapes the reply. */
@@ -46,6 +53,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     logger: { level: options.logLevel ?? process.env.EMK_LOG_LEVEL ?? 'warn' },
   });
 
+  if (options.onRoute) app.addHook('onRoute', options.onRoute);
   registerErrorHandling(app);
   registerRequestId(app);
   // CORS first: a draining server's 503 (and its Retry-After) must be readable by the SDK on a shop's page.
@@ -53,7 +61,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   drain.register(app);
   registerRateLimits(app, services.rateLimiter, config.limits);
   registerJsonBody(app);
+  await registerOpenApi(app, EMK_VERSION);
 
+  await app.register(healthRoutes(services));
   await app.register(collectRoutes(services));
   await app.register(sdkRoutes());
   await app.register(webhookRoutes(services));

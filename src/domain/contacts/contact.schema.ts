@@ -53,3 +53,20 @@ export interface Contact {
 export function emailKey(email: string): string {
   return email.trim().toLowerCase();
 }
+
+/** The contact record, as a schema: what the API documents for replies. */
+export const contactRecordSchema = z.object({
+  id: z.string(),
+  email: z.string(),
+  properties: z.record(z.string(), z.unknown()),
+  subscription_status: z.enum(SUBSCRIPTION_STATUSES),
+  source: z.string().nullable(),
+  anonymous_ids: z.array(z.string()),
+  lifetime_revenue: z.number().describe('Net of cancellations and refunds'),
+  orders_count: z.number().int(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}) satisfies z.ZodType<Contact>;
+
+/** POST /collect/identify reply. */
+export const identifyReplySchema = z.object({ contact_id: z.string(), email: z.string() });

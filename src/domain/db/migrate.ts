@@ -35,3 +35,17 @@ export async function migrateToLatest(knex: Knex): Promise<string[]> {
 export async function rollbackAll(knex: Knex): Promise<void> {
   await knex.migrate.rollback({ migrationSource }, true);
 }
+
+/**
+ * Whether the database answers and holds every migration (`GET /readyz`): the names still to apply, or the
+ * reason it cannot be asked. Never throws.
+ */
+export async function readiness(knex: Knex): Promise<{ ready: true } | { ready: false; reason: string }> {
+  try {
+    const [, pending] = (await knex.migrate.list({ migrationSource })) as [unknown[], Array<readonly [string, Migration]>];
+    if (pending.length === 0) return { ready: true };
+    return { ready: false, reason: `${pending.length} migrations not applied (run \`npx emk migrate\`)` };
+  } catch {
+    return { ready: false, reason: 'database unreachable' };
+  }
+}

@@ -69,3 +69,27 @@ export const correctEventSchema = z.object({
   properties: jsonObject.optional(),
 });
 export type CorrectEventInput = z.infer<typeof correctEventSchema>;
+
+/** The event record, as a schema: what the API documents for replies. */
+export const eventRecordSchema = z.object({
+  id: z.string(),
+  contact_id: z.string().nullable(),
+  event_name: z.string(),
+  properties: z.record(z.string(), z.unknown()),
+  source: z.string().nullable(),
+  created_at: z.string(),
+}) satisfies z.ZodType<EventRecord>;
+
+const rowError = z.object({ index: z.number().int(), email: z.string(), error: z.string() });
+
+/** POST /api/v1/events/batch as documented (the batch checks each row alone: a bad row is an `errors` entry). */
+export const batchBodySchema = z.object({ events: z.array(batchEventSchema).max(MAX_BATCH_EVENTS) });
+/** PUT /api/v1/events/batch as documented. */
+export const correctBodySchema = z.object({ events: z.array(correctEventSchema).max(MAX_BATCH_EVENTS), upsert: z.boolean().optional() });
+export const batchReplySchema = z.object({ processed: z.number().int(), skipped: z.number().int(), errors: z.array(rowError) });
+export const correctReplySchema = z.object({
+  updated: z.number().int(),
+  inserted: z.number().int(),
+  skipped: z.number().int(),
+  errors: z.array(rowError),
+});

@@ -193,3 +193,27 @@ export function boundsProblem(settings: FeedSettings): string | null {
   }
   return null;
 }
+
+/** The feed record, as a schema: what the API documents for replies. */
+export const feedRecordSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  recommendation_type: z.union([z.literal(''), z.enum(RECOMMENDATION_TYPES)]),
+  sort_by: z.enum(SORTS),
+  max_items: z.number().int(),
+  categories: z.array(z.string()),
+  exclude_categories: z.array(z.string()),
+  categories_op: z.enum(SET_OPS),
+  exclude_categories_op: z.enum(SET_OPS),
+  price_min: z.number().nullable(),
+  price_max: z.number().nullable(),
+  stock_min: z.number().nullable(),
+  stock_max: z.number().nullable(),
+  stock_status: z.enum(STOCK_STATUSES).nullable(),
+  source: z.string().nullable(),
+  metadata: z.array(z.object({ key: z.string(), operator: z.enum(METADATA_OPERATORS), value: z.string().nullable() })),
+  variant_options: z.record(z.string(), z.array(z.string())),
+  variant_in_stock: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}) satisfies z.ZodType<Feed>;

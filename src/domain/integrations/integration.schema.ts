@@ -55,3 +55,15 @@ export interface WebhookIntegration {
   platform: string;
   domain: string;
 }
+
+/** The integration record, as a schema: what the API documents for replies. */
+export const integrationRecordSchema = z.object({
+  id: z.string(),
+  platform: z.string(),
+  domain: z.string(),
+  active: z.boolean(),
+  created_at: z.string(),
+}) satisfies z.ZodType<Integration>;
+
+/** Created or rotated: the record with its webhook key, shown once. */
+export const createdIntegrationSchema = integrationRecordSchema.extend({ api_key: z.string() }) satisfies z.ZodType<CreatedIntegration>;

@@ -112,3 +112,52 @@ export function orderNumberKey(orderNumber: string | null): string | null {
   const trimmed = orderNumber.trim();
   return /^\d+$/.test(trimmed) ? trimmed.replace(/^0+(?=\d)/, '') : trimmed;
 }
+
+const orderItemRecordSchema = z.object({
+  external_id: z.string().nullable(),
+  title: z.string().nullable(),
+  quantity: z.number().int(),
+  price: z.number().nullable(),
+}) satisfies z.ZodType<OrderItem>;
+
+/** The order record, as a schema: what the API documents for replies. */
+export const orderRecordSchema = z.object({
+  id: z.string(),
+  contact_id: z.string(),
+  platform: z.string(),
+  order_number: z.string().nullable(),
+  external_id: z.string().nullable(),
+  total_amount: z.number(),
+  currency: z.string(),
+  status: z.string(),
+  ordered_at: z.string(),
+  attributed_campaign_id: z.string().nullable(),
+  attributed_flow_id: z.string().nullable(),
+  shipping_status: z.string().nullable(),
+  refunded_amount: z.number(),
+  cancelled_at: z.string().nullable(),
+  items: z.array(orderItemRecordSchema),
+  created_at: z.string(),
+}) satisfies z.ZodType<Order>;
+
+/** POST /api/v1/ecommerce/orders reply (the spec's fields). */
+export const createdOrderSchema = orderRecordSchema.pick({
+  id: true,
+  contact_id: true,
+  order_number: true,
+  total_amount: true,
+  currency: true,
+  status: true,
+  attributed_campaign_id: true,
+  attributed_flow_id: true,
+  ordered_at: true,
+});
+
+/** POST /api/v1/ecommerce/sync-historical-orders as documented (each order is checked alone). */
+export const syncBodySchema = z.object({ orders: z.array(syncOrderSchema).max(MAX_SYNC_ORDERS) });
+export const syncReplySchema = z.object({
+  inserted: z.number().int(),
+  updated: z.number().int(),
+  skipped: z.number().int(),
+  errors: z.array(z.object({ index: z.number().int(), external_id: z.string().nullable(), error: z.string() })),
+});

@@ -219,3 +219,44 @@ export interface Product extends ProductFields {
   synced_at: string;
   created_at: string;
 }
+
+const nullableNumber = z.number().nullable();
+
+/** A variant in a product record. */
+export const variantRecordSchema = z.object({
+  external_id: z.string().nullable(),
+  sku: z.string().nullable(),
+  title: z.string().nullable(),
+  options: z.record(z.string(), z.string()).nullable(),
+  price: nullableNumber,
+  compare_at_price: nullableNumber,
+  in_stock: z.boolean().nullable(),
+  stock_qty: nullableNumber,
+  image_url: z.string().nullable(),
+  url: z.string().nullable(),
+  position: nullableNumber,
+}) satisfies z.ZodType<Variant>;
+
+/** The product record, as a schema: what the API documents for replies (the write field names). */
+export const productRecordSchema = z.object({
+  id: z.string(),
+  external_id: z.string(),
+  title: z.string(),
+  price: nullableNumber,
+  currency: z.string(),
+  url: z.string().nullable(),
+  image_url: z.string().nullable(),
+  in_stock: z.boolean().nullable(),
+  stock_qty: nullableNumber,
+  categories: z.array(z.string()),
+  compare_at_price: nullableNumber,
+  description: z.string().nullable(),
+  product_type: z.string().nullable(),
+  weight: nullableNumber,
+  metadata: z.record(z.string(), z.string()),
+  variants: z.array(variantRecordSchema),
+  platform: z.string(),
+  source: z.string().nullable(),
+  synced_at: z.string(),
+  created_at: z.string(),
+}) satisfies z.ZodType<Product>;

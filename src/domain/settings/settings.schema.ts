@@ -56,3 +56,11 @@ export interface Settings {
   contact_limit: number | null;
   sender: Sender;
 }
+
+/** The settings record, as a schema: what the API documents for replies. */
+export const settingsRecordSchema = z.object({
+  click_window_days: z.number().int(),
+  open_window_days: z.number().int(),
+  contact_limit: z.number().int().nullable(),
+  sender: z.object({ from_email: z.string().nullable(), from_name: z.string().nullable() }),
+}) satisfies z.ZodType<Settings>;

@@ -25,14 +25,12 @@ const toMoneyScale = (n: number) => Math.round(n * 1e4) / 1e4;
  */
 export function moneySchema(options: { signed?: boolean; numbersOnly?: boolean } = {}) {
   const min = options.signed ? -MAX_MONEY : 0;
-  return z.preprocess(
-    options.numbersOnly ? (value: unknown) => value : numericText,
-    z
-      .number()
-      .min(min, options.signed ? `must be at least ${min}` : 'must not be negative')
-      .max(MAX_MONEY, `must be at most ${MAX_MONEY}`)
-      .transform(toMoneyScale),
-  );
+  const amount = z
+    .number()
+    .min(min, options.signed ? `must be at least ${min}` : 'must not be negative')
+    .max(MAX_MONEY, `must be at most ${MAX_MONEY}`)
+    .transform(toMoneyScale);
+  return options.numbersOnly ? amount : z.preprocess(numericText, amount);
 }
 
 /** Units of a line item: a whole number from 0 to MAX_QUANTITY, number or numeric text. */

@@ -98,3 +98,17 @@ export interface OrderUpdateReply {
   shipping_status: string | null;
   has_contact: boolean;
 }
+
+export const shipmentReplySchema = z.object({
+  status: z.literal('processed'),
+  event_id: z.string(),
+  event_type: z.literal('shipping_information'),
+  has_contact: z.boolean(),
+}) satisfies z.ZodType<ShipmentReply>;
+
+export const orderUpdateReplySchema = z.object({
+  status: z.literal('processed'),
+  order_id: z.string().nullable(),
+  shipping_status: z.string().nullable(),
+  has_contact: z.boolean(),
+}) satisfies z.ZodType<OrderUpdateReply>;

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { identityTokenOf } from '../identity-tokens/identity-token.schema.js';
 import { moneySchema } from '../shared/numbers.js';
 import { toStorableJson, tooDeepAt, type FieldPath } from '../shared/storable.js';
@@ -185,3 +186,44 @@ export function parseDelivery(rawBody: string): ParsedDelivery | WebhookReply {
 }
 
 export const isReply = (value: ParsedDelivery | WebhookReply): value is WebhookReply => 'status' in value;
+
+const webhookItem = z.object({ external_id: z.union([z.string(), z.number()]), title: z.string(), quantity: z.number(), price: z.number() }).partial();
+
+/**
+ * The webhook body as documented. It is never validated as a whole: each field is read when usable and
+ * ignored otherwise (see parseDelivery), so a body is never refused over its shape.
+ */
+export const webhookBodySchema = z.object({
+  event_type: z.string().describe('order_placed, fulfilled_order, cancelled_order, refunded_order, added_to_cart, started_checkout, customer_created, customer_updated, product_created, product_updated, product_deleted, or a custom name without a dot'),
+  email: z.string().optional().describe('The customer; an unseen address creates a contact (not for product_* events)'),
+  external_id: z.union([z.string(), z.number()]).optional().describe('The retry key; `id` is a synonym'),
+  id: z.union([z.string(), z.number()]).optional(),
+  identity_token: z.string().optional().describe('The `_ir_id` cookie; also accepted as `_ir_id` or `_emk`'),
+  order: z
+    .object({
+      external_id: z.union([z.string(), z.number()]),
+      total_amount: z.number(),
+      currency: z.string(),
+      status: z.string(),
+      ordered_at: z.string(),
+      order_number: z.union([z.string(), z.number()]),
+      items: z.array(webhookItem),
+      refunded_amount: z.number(),
+      refund_amount: z.number(),
+    })
+    .partial()
+    .optional(),
+  cart: z
+    .object({ external_id: z.union([z.string(), z.number()]), total_amount: z.number(), currency: z.string(), checkout_url: z.string(), items: z.array(webhookItem) })
+    .partial()
+    .optional(),
+  properties: z.record(z.string(), z.unknown()).optional().describe('customer_created / customer_updated: merged into the contact'),
+  product: z.record(z.string(), z.unknown()).optional().describe('product_* events: the catalog product (product field names)'),
+});
+
+export const webhookReplySchema = z.union([
+  z.object({ status: z.literal('processed'), event_type: z.string(), warnings: z.array(z.string()).optional() }),
+  z.object({ status: z.literal('duplicate') }),
+  z.object({ status: z.literal('skipped'), event_type: z.string().optional() }),
+  z.object({ status: z.literal('skipped'), reason: z.literal('normalize_error') }),
+]);

@@ -1,30 +1,70 @@
 import type { FastifyInstance } from 'fastify';
+import {
+  contactListQuerySchema,
+  contactRecordSchema,
+  updateContactSchema,
+  upsertContactSchema,
+} from '../../../domain/contacts/contact.schema.js';
 import type { Services } from '../../../domain/create-services.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
+import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
 
-interface IdParams {
-  id: string;
-}
+const contacts = { tag: 'Contacts', credential: 'apiKey' as const };
 
-/** Management contacts (CONTRACT §3): list and read, reconcile by email, merge and consent updates. */
+/** Management contacts: list and read, reconcile by email, merge and consent updates. */
 export function contactRoutes(services: Services) {
   return async (app: FastifyInstance) => {
-    app.get('/contacts', async (request) =>
-      services.contacts.list(request.workspaceId, request.query, parseInput(pagingSchema, request.query)),
+    app.get(
+      '/contacts',
+      {
+        schema: describeRoute({
+          ...contacts,
+          summary: 'List contacts, newest first (`email`: exact, case-insensitive)',
+          query: contactListQuerySchema.extend(pagingSchema.shape),
+          replies: { 200: pageOf(contactRecordSchema) },
+          errors: [400, 401],
+        }),
+      },
+      async (request) => services.contacts.list(request.workspaceId, request.query, parseInput(pagingSchema, request.query)),
     );
 
-    app.get<{ Params: IdParams }>('/contacts/:id', async (request) =>
-      services.contacts.get(request.workspaceId, request.params.id),
+    app.get<{ Params: { id: string } }>(
+      '/contacts/:id',
+      { schema: describeRoute({ ...contacts, summary: 'Read a contact', params: idParams, replies: { 200: contactRecordSchema }, errors: [401, 404] }) },
+      async (request) => services.contacts.get(request.workspaceId, request.params.id),
     );
 
-    app.post('/contacts', async (request, reply) => {
-      const { contact, created } = await services.contacts.upsert(request.workspaceId, request.body);
-      return reply.code(created ? 201 : 200).send(contact);
-    });
+    app.post(
+      '/contacts',
+      {
+        schema: describeRoute({
+          ...contacts,
+          summary: "Create a contact, or merge properties into the email's contact (its status never changes here)",
+          body: upsertContactSchema,
+          replies: { 200: contactRecordSchema, 201: contactRecordSchema },
+          errors: [400, 401, 403],
+        }),
+      },
+      async (request, reply) => {
+        const { contact, created } = await services.contacts.upsert(request.workspaceId, request.body);
+        return reply.code(created ? 201 : 200).send(contact);
+      },
+    );
 
-    app.patch<{ Params: IdParams }>('/contacts/:id', async (request) =>
-      services.contacts.update(request.workspaceId, request.params.id, request.body),
+    app.patch<{ Params: { id: string } }>(
+      '/contacts/:id',
+      {
+        schema: describeRoute({
+          ...contacts,
+          summary: 'Merge properties; change the subscription status (recorded with time and origin)',
+          params: idParams,
+          body: updateContactSchema,
+          replies: { 200: contactRecordSchema },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request) => services.contacts.update(request.workspaceId, request.params.id, request.body),
     );
   };
 }

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+import { describeRoute } from '../../openapi/route-schema.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -50,7 +52,19 @@ export function sdkRoutes(options: { scriptPath?: string } = {}) {
   const script = loadScript(options.scriptPath ?? builtScriptPath());
 
   return async (app: FastifyInstance) => {
-    app.get('/emk.js', async (request, reply) => {
+    app.get(
+      '/emk.js',
+      {
+        schema: describeRoute({
+          tag: 'Browser SDK',
+          credential: 'siteId',
+          summary: 'The browser SDK script (`s` initialises it and starts page-view tracking); ETag, gzip, 5-minute cache',
+          query: z.object({ s: z.string().optional().describe('The workspace site id') }),
+          replies: { 200: z.string().describe('application/javascript'), 304: z.null().describe('Not modified') },
+          errors: [404],
+        }),
+      },
+      async (request, reply) => {
       if (!script) return reply.code(404).send({ error: 'emk.js is not built (npm run build)', request_id: request.id });
       reply
         .header('content-type', 'application/javascript; charset=utf-8')
@@ -66,6 +80,7 @@ export function sdkRoutes(options: { scriptPath?: string } = {}) {
         return reply.header('content-encoding', 'gzip').send(script.gzipped);
       }
       return reply.send(script.plain);
-    });
+      },
+    );
   };
 }

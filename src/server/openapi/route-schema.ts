@@ -1,0 +1,90 @@
+import type { FastifySchema, FastifySchemaCompiler } from 'fastify';
+import { z } from 'zod';
+import { ValidationError } from '../../domain/errors.js';
+import { checkInput } from '../../domain/shared/validate.js';
+
+/**
+ * How a route describes itself: its params, query, body and replies as the domain's zod schemas, its tag (the
+ * noun) and its credential. The same schemas validate the request here (in the domain's words, so a 400 says
+ * exactly what the domain would) and produce the OpenAPI document (`GET /openapi.json`).
+ *
+ * The domain still parses its input itself — the CLI calls the same functions — and its schemas transform
+ * (trimmed text, canonical event names, times as epoch ms). So validation here checks and hands the request
+ * on unchanged; the domain's parse is the one whose output is used.
+ */
+
+/** The three credentials of the spec's Authentication table, as OpenAPI security schemes. */
+export const SECURITY_SCHEMES = {
+  apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Workspace API key (`emk_…`): the management API.' },
+  integrationKey: {
+    type: 'http',
+    scheme: 'bearer',
+    description: "A Website integration's own key (`whk_…`): the integration webhook only.",
+  },
+  siteId: {
+    type: 'apiKey',
+    in: 'query',
+    name: 's',
+    description: 'The workspace site id: query `s` of /emk.js; the Collect API carries it as `site_id` in the body.',
+  },
+} as const;
+
+export type Credential = keyof typeof SECURITY_SCHEMES | 'none';
+
+/** Schemas that document a request without validating it (the webhook never refuses a body over its shape). */
+const documentOnly = new WeakSet<object>();
+export function describedOnly<S extends z.ZodType>(schema: S): S {
+  documentOnly.add(schema);
+  return schema;
+}
+
+/** Validates with the domain's schema and words, and hands the request on as sent. */
+export const validatorCompiler: FastifySchemaCompiler<z.ZodType> = ({ schema }) => {
+  if (!(schema instanceof z.ZodType) || documentOnly.has(schema)) return (value) => ({ value });
+  return (value) => {
+    const checked = checkInput(schema, value);
+    return checked.success ? { value } : { error: new ValidationError(checked.error) };
+  };
+};
+
+/** Replies are serialised as they are: reply schemas document, they never turn a reply into a 500. */
+export const serializerCompiler = () => (data: unknown) => JSON.stringify(data);
+
+export const errorReply = z.object({ error: z.string(), request_id: z.string() }).describe('Every failure: `{error, request_id}`.');
+
+const pageMeta = z.object({ page: z.number().int(), perPage: z.number().int(), total: z.number().int() });
+
+/** A list body: `{data, meta}`. */
+export const pageOf = (item: z.ZodType) => z.object({ data: z.array(item), meta: pageMeta });
+
+/** `{data}` without paging (small lists). */
+export const listOf = (item: z.ZodType) => z.object({ data: z.array(item) });
+
+export const idParams = z.object({ id: z.string().describe('The record id') });
+
+interface RouteDescription {
+  tag: string;
+  summary: string;
+  credential: Credential;
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+  /** Replies by status; the error reply is added for the statuses in `errors`. */
+  replies: Record<number, z.ZodType>;
+  errors?: number[];
+}
+
+/** The `schema` of a route: what it takes and answers, its noun and its credential. */
+export function describeRoute(route: RouteDescription): FastifySchema {
+  const response: Record<number, z.ZodType> = { ...route.replies };
+  for (const status of route.errors ?? []) response[status] = errorReply;
+  return {
+    tags: [route.tag],
+    summary: route.summary,
+    security: route.credential === 'none' ? [] : [{ [route.credential]: [] }],
+    ...(route.params ? { params: route.params } : {}),
+    ...(route.query ? { querystring: route.query } : {}),
+    ...(route.body ? { body: route.body } : {}),
+    response,
+  } as FastifySchema;
+}
