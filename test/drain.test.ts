@@ -9,7 +9,7 @@ import { openDatabase } from '../src/domain/db/database.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
 /**
- * CONTRACT §1 (Draining), end to end: a real `emk serve` process under a steady stream of event writes gets
+ * Draining (docs/operations.md), end to end: a real `emk serve` process under a steady stream of event writes gets
  * SIGTERM. New requests must get 503 `server draining` with Retry-After, requests in flight must finish with
  * 2xx, the process must exit 0, and every event acknowledged with 2xx must be in the database.
  */

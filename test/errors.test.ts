@@ -9,7 +9,7 @@ let emailCounter = 0;
 const uniqueEmail = (tag = 'err') => `${tag}-${process.pid}-${++emailCounter}@example.com`;
 
 /**
- * The error envelope of CONTRACT §3: the status, a JSON content type, `{error, request_id}` with `request_id`
+ * The error envelope (docs/api/README.md, Errors): the status, a JSON content type, `{error, request_id}` with `request_id`
  * equal to the `X-Request-Id` header.
  */
 function expectError(res: LightMyRequestResponse, status: number, error?: string | RegExp) {

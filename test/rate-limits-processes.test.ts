@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from './helpers/test-databases.js';
 
 /**
- * CONTRACT §1: limits hold across several `emk serve` processes sharing one PostgreSQL database.
+ * Limits hold across several `emk serve` processes sharing one PostgreSQL database.
  * Runs the compiled CLI (`npm run build` first; `npm test` does it in `pretest`).
  */
 

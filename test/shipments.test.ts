@@ -377,7 +377,7 @@ describeEachDatabase('shipments and order updates', (h) => {
     ['processing', null],
   ];
   for (const [slug, label] of ORDER_UPDATES) {
-    it(`order-update ${slug}: Shipping Status ${label ?? 'unchanged'}, order_updated fires, CONTRACT reply`, async () => {
+    it(`order-update ${slug}: Shipping Status ${label ?? 'unchanged'}, order_updated fires, the documented reply`, async () => {
       const { ws, orderId, contactId } = await setUp();
       await post(ws, 'shipment', shipment('ext-6775', 'InTransit'));
       const res = await post(ws, 'order-update', { origin_order_id: '6775', order_status: { slug, name: slug.toUpperCase() } });

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 
-/** The integration webhook, rule by rule (spec: "Integration webhook", rules 1–10 and the reply table). */
+/** The integration webhook, rule by rule (docs/api/webhook.md: rules 1–10 and the reply table). */
 describeEachDatabase('integration webhook', (h) => {
   const deliver = (ws: TestWorkspace, body: unknown, options: { key?: string; raw?: string; contentType?: string } = {}) =>
     h().request({

@@ -9,7 +9,7 @@ import { portFlag } from './options.js';
 
 const debugging = () => process.env.EMK_DEBUG === '1';
 
-/** Options every command takes (CONTRACT §2). */
+/** Options every command takes (docs/cli.md). */
 export interface GlobalOptions {
   db?: string;
   workspace?: string;

@@ -5,7 +5,7 @@ import { checkValue } from './shared/validate.js';
 
 const limit = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
-/** CONTRACT §1: every setting from the environment, with the spec's defaults. */
+/** Every setting from the environment, with the spec's defaults. */
 const envSchema = z.object({
   EMK_DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),

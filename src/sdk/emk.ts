@@ -1,5 +1,5 @@
 /**
- * emk.js: the browser script shops paste into their pages (the spec's "Browser SDK", CONTRACT §6).
+ * emk.js: the browser script shops paste into their pages (the spec's "Browser SDK"; docs/api/sdk.md).
  *
  *   <script>window.emk = window.emk || function(){(emk.q = emk.q || []).push(arguments)}</script>
  *   <script async src="https://EMK_HOST/emk.js?s=SITE_ID"></script>

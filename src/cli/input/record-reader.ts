@@ -17,7 +17,7 @@ export function formatOf(path: string): InputFormat {
 }
 
 /**
- * CSV conventions (CONTRACT §2): a column holding JSON (`properties`, `items`, …) is parsed when its text is
+ * CSV conventions (docs/cli.md): a column holding JSON (`properties`, `items`, …) is parsed when its text is
  * a JSON object or array; `a.b` columns nest (`properties.color` → properties.color). Everything else stays
  * text; each command converts the fields it knows.
  */

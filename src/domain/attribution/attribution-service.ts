@@ -37,7 +37,7 @@ const sameAttribution = (a: Attribution | null, b: Attribution | null) =>
     a.message_id === b.message_id);
 
 /**
- * Last-touch attribution (spec rule 9, CONTRACT §4): an order is credited to the latest click by its contact
+ * Last-touch attribution (docs/api/orders.md, Attribution): an order is credited to the latest click by its contact
  * within `click_window_days` up to `ordered_at`, otherwise to the latest open within `open_window_days`.
  * Engagement after `ordered_at` never counts. Computed once when an order first arrives (the orders owner
  * writes the result); `recompute` is the operator's explicit re-run over stored orders.

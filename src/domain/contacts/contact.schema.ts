@@ -17,7 +17,7 @@ export const identifySchema = z.object({
 });
 export type IdentifyInput = z.infer<typeof identifySchema>;
 
-/** POST /api/v1/contacts: reconcile by email (CONTRACT §3). */
+/** POST /api/v1/contacts: reconcile by email (docs/api/collect-and-contacts.md). */
 export const upsertContactSchema = z.object({
   email: emailSchema,
   properties: jsonObject.optional(),
@@ -35,7 +35,7 @@ export type UpdateContactInput = z.infer<typeof updateContactSchema>;
 
 export const contactListQuerySchema = z.object({ email: looseText(320).optional() });
 
-/** The contact record of the management API (CONTRACT §3). */
+/** The contact record of the management API (docs/api/collect-and-contacts.md). */
 export interface Contact {
   id: string;
   email: string;

@@ -20,7 +20,7 @@ export const domainSchema = z
   .transform((value) => value.replace(/^[a-z][a-z0-9+.-]*:\/\//, '').replace(/\/.*$/, ''))
   .pipe(z.string().min(1, 'must not be empty').max(255, 'must be at most 255 characters').regex(HOST, 'must be a domain such as shop.example.com'));
 
-/** POST /api/v1/integrations (CONTRACT §3). */
+/** POST /api/v1/integrations (docs/api/settings-and-integrations.md). */
 export const createIntegrationSchema = z.object({
   platform: platformSchema.default('website'),
   domain: domainSchema,

@@ -13,7 +13,7 @@ import type { OrderRow, OrderStore } from './order-store.js';
  * triggers and the recommendation aggregates kept in the same transaction.
  */
 
-/** What the last-touch engine credits an order to (CONTRACT §4). */
+/** What the last-touch engine credits an order to (docs/api/orders.md, Attribution). */
 export interface OrderAttribution {
   campaign_id: string | null;
   flow_id: string | null;
@@ -33,7 +33,7 @@ export type OrderChangeKind = 'placed' | 'fulfilled' | 'cancelled' | 'refunded' 
 /** A webhook or sync write to the order with this external id (its upsert key). */
 export interface OrderChange {
   workspaceId: string;
-  /** The owner if the order is new. An existing order keeps its contact (spec rule 6). */
+  /** The owner if the order is new. An existing order keeps its contact (docs/api/webhook.md, rule 6). */
   contactId: string;
   upsertKey: string;
   origin: 'webhook' | 'sync';

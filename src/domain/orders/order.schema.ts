@@ -65,7 +65,7 @@ export const createOrderSchema = z.object({
   items: z.array(orderItemSchema).max(1000).optional(),
 });
 
-/** One order of POST /api/v1/ecommerce/sync-historical-orders (CONTRACT §3) and `emk sync-orders`. */
+/** One order of POST /api/v1/ecommerce/sync-historical-orders and `emk sync-orders` (docs/api/orders.md). */
 export const syncOrderSchema = z.object({
   email: emailSchema,
   external_id: externalIdSchema,
@@ -86,7 +86,7 @@ export const orderListQuerySchema = z.object({
   external_id: looseText(255).optional(),
 });
 
-/** The management API's order record (the spec's fields plus CONTRACT §3's). */
+/** The management API's order record (the spec's fields plus shipping_status, refunded_amount, cancelled_at, items, created_at). */
 export interface Order {
   id: string;
   contact_id: string;

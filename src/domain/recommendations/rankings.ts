@@ -206,7 +206,7 @@ export function createRanker(deps: {
     if (column) return storeWide(request, column);
 
     const personal = type === 'recently_viewed' || type === 'added_to_cart' || type === 'may_also_like';
-    // Without a recipient, the per-recipient types use the plain ordering (CONTRACT §3).
+    // Without a recipient, the per-recipient types use the plain ordering (docs/api/feeds.md).
     if (!personal || request.contactId === undefined) return null;
     const contact = await request.db('contacts').where({ workspace_id: request.workspaceId, id: request.contactId }).first('id');
     if (!contact) throw new NotFoundError('contact not found');

@@ -11,7 +11,7 @@ import type { SettingsStore } from './settings-store.js';
 const CACHE_TTL_MS = 5_000;
 
 /**
- * Workspace settings (CONTRACT §3): attribution windows, contact limit, sender. `get` always reads the
+ * Workspace settings (docs/api/settings-and-integrations.md): attribution windows, contact limit, sender. `get` always reads the
  * database; `cached` serves the write paths that consult settings on every commit (attribution windows, the
  * contact limit). `onChange` lets caches of workspace rows forget.
  */

@@ -16,7 +16,7 @@ const windowDays = z
   .int();
 
 /**
- * PATCH /api/v1/settings (CONTRACT §3): only the fields sent change; `null` clears a nullable one. Unknown
+ * PATCH /api/v1/settings (docs/api/settings-and-integrations.md): only the fields sent change; `null` clears a nullable one. Unknown
  * fields are refused, so a misspelt setting is not silently ignored.
  */
 export const updateSettingsSchema = z.strictObject(

@@ -91,7 +91,7 @@ export interface ShipmentReply {
   has_contact: boolean;
 }
 
-/** CONTRACT §3: `order_id` and `shipping_status` are null when no order matched. */
+/** POST /events/order-update's reply: `order_id` and `shipping_status` are null when no order matched. */
 export interface OrderUpdateReply {
   status: 'processed';
   order_id: string | null;

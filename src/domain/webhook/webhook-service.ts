@@ -98,7 +98,7 @@ export function createWebhookService(deps: WebhookDeps) {
     const result = new Map<Delivery, string>();
     for (const d of deliveries) {
       if (d.parsed.email) {
-        // Absent when the workspace's contact limit forbids creating it (rule 5).
+        // Absent when the workspace's contact limit forbids creating it (docs/api/webhook.md, rule 5).
         const owner = ensured.get(contactKey(d.integration.workspaceId, d.parsed.email));
         if (owner) result.set(d, owner.row.id);
       } else if (d.parsed.identityToken) {
@@ -127,7 +127,7 @@ export function createWebhookService(deps: WebhookDeps) {
       })),
     );
 
-    // Orders, carts and custom events need a contact; without one nothing is stored (rule 5).
+    // Orders, carts and custom events need a contact; without one nothing is stored (docs/api/webhook.md, rule 5).
     const needOwner = todo.filter((d) => ['order', 'cart', 'custom'].includes(d.parsed.event.category));
     const ownerOf = await owners(
       trx,

@@ -11,7 +11,7 @@ export function requestIdOf(request: IncomingMessage): string {
   return typeof sent === 'string' && ACCEPTED_REQUEST_ID.test(sent) ? sent : randomUUID();
 }
 
-/** Every response carries `X-Request-Id` (CONTRACT §3). */
+/** Every response carries `X-Request-Id` (docs/api/README.md, Conventions). */
 export function registerRequestId(app: FastifyInstance): void {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);

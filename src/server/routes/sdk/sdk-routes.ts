@@ -45,7 +45,7 @@ function acceptsGzip(header: string | undefined): boolean {
 }
 
 /**
- * GET /emk.js?s=<site_id>: the browser SDK (CONTRACT §6). The same bytes for every site: the script reads
+ * GET /emk.js?s=<site_id>: the browser SDK (docs/api/sdk.md). The same bytes for every site: the script reads
  * `s` from its own URL. Read once at start-up, kept gzipped in memory.
  */
 export function sdkRoutes(options: { scriptPath?: string } = {}) {
