@@ -9,7 +9,8 @@ import { ValidationError } from '../errors.js';
 import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { uuidv7 } from '../shared/ids.js';
-import { parseRows, rowField } from '../shared/validate.js';
+import { writeRowBatch } from '../shared/row-batch.js';
+import { rowField } from '../shared/validate.js';
 import {
   batchEventSchema,
   correctEventSchema,
@@ -231,23 +232,15 @@ export function createEventBatches(deps: {
      * trigger unless `fireTriggers` is false (history backfill).
      */
     async recordBatch(workspaceId: string, body: unknown, options: { fireTriggers?: boolean } = {}): Promise<BatchResult> {
-      const list = eventsOf(body);
-      const result: BatchResult = { processed: 0, skipped: 0, errors: [] };
-      const { valid, errors } = parseRows(batchEventSchema, 'events', list, rowError);
-      result.errors.push(...errors);
-      if (valid.length > 0) {
-        // Counted inside the unit of work: a group commit that is retried recounts from zero.
-        const written = await writer.run(async (trx) => {
-          const counts: BatchResult = { processed: 0, skipped: 0, errors: [] };
-          await recordRows(trx, workspaceId, valid, options.fireTriggers !== false, counts);
-          return counts;
-        });
-        result.processed = written.processed;
-        result.skipped = written.skipped;
-        result.errors.push(...written.errors);
-      }
-      result.errors.sort((a, b) => a.index - b.index);
-      return result;
+      return writeRowBatch({
+        schema: batchEventSchema,
+        listName: 'events',
+        rows: eventsOf(body),
+        errorFor: rowError,
+        empty: (): BatchResult => ({ processed: 0, skipped: 0, errors: [] }),
+        run: (unit) => writer.run(unit),
+        write: (trx, valid, counts) => recordRows(trx, workspaceId, valid, options.fireTriggers !== false, counts),
+      });
     },
 
     /**
@@ -258,22 +251,15 @@ export function createEventBatches(deps: {
       const list = eventsOf(body);
       const upsert = (body as { upsert?: unknown }).upsert;
       if (upsert !== undefined && typeof upsert !== 'boolean') throw new ValidationError('invalid request: upsert must be a boolean');
-      const result: CorrectResult = { updated: 0, inserted: 0, skipped: 0, errors: [] };
-      const { valid, errors } = parseRows(correctEventSchema, 'events', list, rowError);
-      result.errors.push(...errors);
-      if (valid.length > 0) {
-        const written = await writer.run(async (trx) => {
-          const counts: CorrectResult = { updated: 0, inserted: 0, skipped: 0, errors: [] };
-          await correctRows(trx, workspaceId, valid, upsert === true, counts);
-          return counts;
-        });
-        result.updated = written.updated;
-        result.inserted = written.inserted;
-        result.skipped = written.skipped;
-        result.errors.push(...written.errors);
-      }
-      result.errors.sort((a, b) => a.index - b.index);
-      return result;
+      return writeRowBatch({
+        schema: correctEventSchema,
+        listName: 'events',
+        rows: list,
+        errorFor: rowError,
+        empty: (): CorrectResult => ({ updated: 0, inserted: 0, skipped: 0, errors: [] }),
+        run: (unit) => writer.run(unit),
+        write: (trx, valid, counts) => correctRows(trx, workspaceId, valid, upsert === true, counts),
+      });
     },
   };
 }

@@ -7,7 +7,8 @@ import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
-import { parseInput, parseRows, rowField } from '../shared/validate.js';
+import { writeRowBatch } from '../shared/row-batch.js';
+import { parseInput, rowField } from '../shared/validate.js';
 import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
   createOrderSchema,
@@ -98,36 +99,28 @@ export function createOrderService(deps: {
     });
   }
 
-  async function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
-    const { valid, errors } = parseRows(syncOrderSchema, 'orders', rows, (index, raw, error) => ({
-      index,
-      external_id: rowField(raw, 'external_id'),
-      error,
-    }));
-    const result: SyncResult = { inserted: 0, updated: 0, skipped: 0, errors };
-    if (valid.length > 0) {
-      // Counted inside the unit of work: a group commit that is retried recounts from zero.
-      const unit = async (trx: Knex.Transaction) => {
-        const counts: SyncResult = { inserted: 0, updated: 0, skipped: 0, errors: [] };
-        await syncRows(trx, workspaceId, valid, counts);
-        return counts;
-      };
-      // A dry run does the whole write and rolls it back: its counts are what a real run would write now.
-      const written = dryRun
-        ? await writeTransaction(async (trx) => {
-            throw new DryRunDone(await unit(trx));
-          }).catch((error: unknown) => {
-            if (error instanceof DryRunDone) return error.result;
-            throw error;
-          })
-        : await writer.run(unit);
-      result.inserted = written.inserted;
-      result.updated = written.updated;
-      result.skipped = written.skipped;
-      result.errors.push(...written.errors);
+  /** A dry run does the whole write and rolls it back: its counts are what a real run would write now. */
+  async function rehearse(unit: (trx: Knex.Transaction) => Promise<SyncResult>): Promise<SyncResult> {
+    try {
+      return await writeTransaction(async (trx) => {
+        throw new DryRunDone(await unit(trx));
+      });
+    } catch (error) {
+      if (error instanceof DryRunDone) return error.result;
+      throw error;
     }
-    result.errors.sort((a, b) => a.index - b.index);
-    return result;
+  }
+
+  function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
+    return writeRowBatch({
+      schema: syncOrderSchema,
+      listName: 'orders',
+      rows,
+      errorFor: (index, raw, error) => ({ index, external_id: rowField(raw, 'external_id'), error }),
+      empty: (): SyncResult => ({ inserted: 0, updated: 0, skipped: 0, errors: [] }),
+      run: (unit) => (dryRun ? rehearse(unit) : writer.run(unit)),
+      write: (trx, valid, counts) => syncRows(trx, workspaceId, valid, counts),
+    });
   }
 
   return {
