@@ -21,6 +21,20 @@ describe('decide() — the sliding-window counter', () => {
     expect(T0 % 60_000).toBe(0);
   });
 
+  it('a burst crossing a window boundary within 6 s is decided exactly as inside one window (limit 10)', () => {
+    // The first k requests fall before the boundary, the rest e ms after it.
+    for (let k = 1; k <= 10; k++) {
+      for (const e of [0, 1, 999, Math.floor(W / k) - 1]) {
+        for (let n = 1; n <= 12; n++) {
+          const inside = decide(10, { previous: 0, current: n }, T0 + 30_000);
+          const counts: WindowCounts = n <= k ? { previous: 0, current: n } : { previous: k, current: n - k };
+          const crossing = decide(10, counts, n <= k ? T0 + W - 1 : T0 + W + e);
+          expect([crossing.allowed, crossing.remaining], `k=${k} e=${e} n=${n}`).toEqual([inside.allowed, inside.remaining]);
+        }
+      }
+    }
+  });
+
   it('allows up to the limit within a window and refuses the 11th of 10', () => {
     for (let n = 1; n <= 10; n++) {
       const d = decide(10, { previous: 0, current: n }, T0 + 5_000);
