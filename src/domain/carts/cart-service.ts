@@ -1,9 +1,8 @@
 import type { Knex } from 'knex';
 import { uuidv7 } from '../shared/ids.js';
 import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
-import type { CartStore } from './cart-store.js';
+import type { CartEventType, CartStore } from './cart-store.js';
 
-export type CartEventType = 'added_to_cart' | 'started_checkout';
 
 /** A webhook cart event for a resolved contact. */
 export interface CartChange {

@@ -1,6 +1,7 @@
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
-import type { CartEventType } from './cart-service.js';
+
+export type CartEventType = 'added_to_cart' | 'started_checkout';
 
 /** The columns a cart event sets (on insert, and on update of a cart known by its external id). */
 export interface CartFields {
