@@ -15,6 +15,7 @@ import {
   feedUpdateSchema,
   type Feed,
   type FeedSettings,
+  type RecommendationType,
   type SortBy,
 } from './feed.schema.js';
 import { toFeed, type FeedOrder, type FeedRow, type FeedStore } from './feed-store.js';
@@ -29,6 +30,12 @@ export interface FeedReply {
 }
 
 /**
+ * What a ranking orders by: a feed's recommendation type, or `cart_or_order_items` (the recipient's own carted
+ * and ordered products, newest first), which no feed offers but a template's product block falls back to.
+ */
+export type RankedType = RecommendationType | 'cart_or_order_items';
+
+/**
  * Ranks a feed by customer behaviour. Returns at most `limit` product ids in ranked order, or null when the type
  * is not ranked by it (the plain ordering applies). `filtered()` is a fresh query over `products as p` with the
  * workspace and every feed filter applied, no columns selected and no order: the ranker joins its data to it.
@@ -36,7 +43,7 @@ export interface FeedReply {
 export type FeedRanker = (args: {
   db: Knex;
   workspaceId: string;
-  feed: FeedSettings;
+  type: RankedType;
   contactId: string | undefined;
   limit: number;
   filtered: () => Knex.QueryBuilder;
@@ -177,7 +184,7 @@ export function createFeedService(deps: {
         const ranked = await ranker({
           db: knex,
           workspaceId,
-          feed: row,
+          type: row.recommendation_type,
           contactId: contact_id,
           limit: count,
           filtered: () => feeds.filtered(knex, workspaceId, row),
@@ -185,6 +192,23 @@ export function createFeedService(deps: {
         if (ranked !== null) return { data: await toProducts(knex, workspaceId, ranked.slice(0, count)) };
       }
       return { data: await matchingProducts(workspaceId, row, { limit: count }) };
+    },
+
+    /**
+     * One ranking over the whole catalog, without a saved feed or filters (a template block's fallback): at
+     * most `limit` products; none when the type is not ranked (a per-recipient type without a recipient).
+     */
+    async rankType(workspaceId: string, type: RankedType, options: { contactId: string | null; limit: number }): Promise<Product[]> {
+      if (!ranker) return [];
+      const ranked = await ranker({
+        db: knex,
+        workspaceId,
+        type,
+        contactId: options.contactId ?? undefined,
+        limit: options.limit,
+        filtered: () => feeds.filtered(knex, workspaceId, DEFAULT_SETTINGS),
+      });
+      return toProducts(knex, workspaceId, (ranked ?? []).slice(0, options.limit));
     },
   };
 }

@@ -192,8 +192,13 @@ export function createRanker(deps: {
     return rows.map((row) => row.id);
   }
 
+  /** The recipient's own ordered and carted products, most recent first. */
+  async function ownProducts(request: RankRequest, contactId: string, since: number): Promise<string[]> {
+    return newestFirst([...(await orderedProducts(request, contactId, since)), ...(await cartProducts(request, contactId, since))]);
+  }
+
   async function mayAlsoLike(request: RankRequest, contactId: string, since: number): Promise<string[]> {
-    const seeds = newestFirst([...(await orderedProducts(request, contactId, since)), ...(await cartProducts(request, contactId, since))]);
+    const seeds = await ownProducts(request, contactId, since);
     if (seeds.length === 0) return [];
     await activity.rollOver(request.workspaceId);
     const together = await inKeyOrder(request, await coOccurring(request, seeds), request.limit);
@@ -201,11 +206,11 @@ export function createRanker(deps: {
   }
 
   return async (request) => {
-    const type = request.feed.recommendation_type;
+    const { type } = request;
     const column = STORE_WIDE[type];
     if (column) return storeWide(request, column);
 
-    const personal = type === 'recently_viewed' || type === 'added_to_cart' || type === 'may_also_like';
+    const personal = type === 'recently_viewed' || type === 'added_to_cart' || type === 'may_also_like' || type === 'cart_or_order_items';
     // Without a recipient, the per-recipient types use the plain ordering (docs/api/feeds.md).
     if (!personal || request.contactId === undefined) return null;
     const contact = await request.db('contacts').where({ workspace_id: request.workspaceId, id: request.contactId }).first('id');
@@ -229,6 +234,7 @@ export function createRanker(deps: {
       ]);
       return inKeyOrder(request, keys, request.limit);
     }
+    if (type === 'cart_or_order_items') return inKeyOrder(request, await ownProducts(request, request.contactId, since), request.limit);
     return mayAlsoLike(request, request.contactId, since);
   };
 }

@@ -1,0 +1,64 @@
+import { NotFoundError } from '../errors.js';
+import type { FeedService } from '../feeds/feed-service.js';
+import type { Product } from '../products/product.schema.js';
+import { TtlCache } from '../shared/ttl-cache.js';
+import type { Clock } from '../shared/time.js';
+
+/** What a product block tops itself up from when its feed has too few products (or is gone). */
+export const BLOCK_FALLBACKS = ['best_selling', 'most_viewed', 'cart_or_order_items'] as const;
+export type BlockFallback = (typeof BLOCK_FALLBACKS)[number];
+
+export interface BlockProductRequest {
+  workspaceId: string;
+  /** The recipient; null for a send without one (a test send), which gets no per-recipient products. */
+  contactId: string | null;
+  feedId: string;
+  limit: number;
+  fallback: BlockFallback | null;
+}
+
+/** The products of one `{% products %}` block for one recipient: at most `limit`, each once. */
+export type BlockProductSource = (request: BlockProductRequest) => Promise<Product[]>;
+
+/** Store-wide rankings are the same for every recipient of a send: read once per few seconds, not per message. */
+const STORE_WIDE_TTL_MS = 5_000;
+const STORE_WIDE_FALLBACKS: ReadonlySet<BlockFallback> = new Set(['best_selling', 'most_viewed']);
+
+export function createBlockProductSource(deps: { feeds: FeedService; clock?: Clock }): BlockProductSource {
+  const { feeds } = deps;
+  const storeWide = new TtlCache<string, Product[]>(STORE_WIDE_TTL_MS, deps.clock, 1_000);
+
+  /** The feed ranked for the recipient; a feed deleted since the template was written holds nothing. */
+  async function feedProducts({ workspaceId, contactId, feedId, limit }: BlockProductRequest): Promise<Product[]> {
+    try {
+      const { data } = await feeds.productsFor(workspaceId, feedId, { contact_id: contactId ?? undefined, limit });
+      return data;
+    } catch (error) {
+      if (error instanceof NotFoundError) return [];
+      throw error;
+    }
+  }
+
+  async function fallbackProducts(workspaceId: string, fallback: BlockFallback, contactId: string | null, limit: number): Promise<Product[]> {
+    if (!STORE_WIDE_FALLBACKS.has(fallback)) return feeds.rankType(workspaceId, fallback, { contactId, limit });
+    const key = `${workspaceId}\u0000${fallback}\u0000${limit}`;
+    const cached = storeWide.get(key);
+    if (cached) return cached;
+    const ranked = await feeds.rankType(workspaceId, fallback, { contactId: null, limit });
+    storeWide.set(key, ranked);
+    return ranked;
+  }
+
+  return async (request) => {
+    const chosen = new Map<string, Product>();
+    const add = (products: Product[]) => {
+      for (const product of products) if (chosen.size < request.limit && !chosen.has(product.id)) chosen.set(product.id, product);
+    };
+    add(await feedProducts(request));
+    // `limit` from the fallback is always enough: at most chosen.size of them repeat a chosen product.
+    if (chosen.size < request.limit && request.fallback !== null) {
+      add(await fallbackProducts(request.workspaceId, request.fallback, request.contactId, request.limit));
+    }
+    return [...chosen.values()];
+  };
+}
