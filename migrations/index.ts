@@ -16,6 +16,8 @@ import * as createProductFeeds from './202611211300_create_product_feeds.js';
 import * as indexProductFilters from './202611211400_index_product_filters.js';
 import * as createProductActivity from './202611211401_create_product_activity.js';
 import * as createProductPairTotals from './202611211402_create_product_pair_totals.js';
+import * as createJobs from './202611241000_create_jobs.js';
+import * as createCampaignsAndMessages from './202611241001_create_campaigns_and_messages.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -44,4 +46,6 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211400_index_product_filters', indexProductFilters],
   ['202611211401_create_product_activity', createProductActivity],
   ['202611211402_create_product_pair_totals', createProductPairTotals],
+  ['202611241000_create_jobs', createJobs],
+  ['202611241001_create_campaigns_and_messages', createCampaignsAndMessages],
 ];

@@ -10,6 +10,9 @@ import { syncOrdersCommand } from './commands/orders/sync-orders.js';
 import { eventsCommand } from './commands/events/index.js';
 import { feedsCommand } from './commands/feeds/index.js';
 import { workspacesCommand } from './commands/workspaces/index.js';
+import { workerCommand } from './commands/worker.js';
+import { campaignsCommand } from './commands/campaigns/index.js';
+import { reportCommand } from './commands/reports/index.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
@@ -27,6 +30,9 @@ export function buildProgram(): Command {
     feedsCommand(),
     workspacesCommand(),
     apiKeysCommand(),
+    workerCommand(),
+    campaignsCommand(),
+    reportCommand(),
   ]) {
     program.addCommand(command);
   }

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { loadConfig, type ConfigOverrides, type EmkConfig } from '../domain/config.js';
-import { createServices, type Services } from '../domain/create-services.js';
+import { createServices, emailOptionsOf, type Services } from '../domain/create-services.js';
 import { openDatabase } from '../domain/db/database.js';
 import { migrateToLatest } from '../domain/db/migrate.js';
 import { EmkError } from '../domain/errors.js';
@@ -92,7 +92,7 @@ export async function runCommand<T>(
       async services() {
         if (!services) {
           const db = openDatabase(config.databaseUrl);
-          services = createServices(db);
+          services = createServices(db, { email: emailOptionsOf(config) });
           if (options.migrate !== false) await migrateToLatest(db.knex);
         }
         return services;

@@ -23,7 +23,13 @@ const envSchema = z.object({
   EMK_LIMIT_COLLECT_PER_IP_SITE: limit(200),
   EMK_LIMIT_AUTH_PER_IP: limit(10),
   EMK_LIMIT_CP_PER_IP: limit(30),
-  EMK_SMTP_URL: z.string().optional(),
+  EMK_SMTP_URL: z
+    .string()
+    .regex(/^smtps?:\/\/[^/]/, 'must be smtp://user:pass@host:port or smtps://…')
+    .optional(),
+  // Relays cap the send rate (messages per second, 0: no cap) and the connections one client may hold.
+  EMK_SMTP_RATE: z.coerce.number().min(0).max(10_000, 'must be at most 10000').default(10),
+  EMK_SMTP_POOL: z.coerce.number().int().min(1).max(50, 'must be at most 50').default(5),
   // After SIGTERM the listener stays open this long, answering 503, while load balancers stop sending.
   EMK_DRAIN_GRACE_MS: z.coerce.number().min(0).max(120_000, 'must be at most 120000').int().default(5_000),
 });
@@ -46,6 +52,8 @@ export interface EmkConfig {
   trustProxy: boolean;
   limits: RateLimitConfig;
   smtpUrl: string | undefined;
+  smtpRatePerSecond: number;
+  smtpMaxConnections: number;
   /** How long the listener stays open after SIGTERM (answering 503) before it closes. */
   drainGraceMs: number;
 }
@@ -77,6 +85,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
       cpPerIp: e.EMK_LIMIT_CP_PER_IP,
     },
     smtpUrl: e.EMK_SMTP_URL,
+    smtpRatePerSecond: e.EMK_SMTP_RATE,
+    smtpMaxConnections: e.EMK_SMTP_POOL,
     drainGraceMs: e.EMK_DRAIN_GRACE_MS,
   };
 }

@@ -7,6 +7,7 @@ import { createAttributionStore } from './attribution/attribution-store.js';
 import { createContactService } from './contacts/contact-service.js';
 import { createContactStore } from './contacts/contact-store.js';
 import type { Database } from './db/database.js';
+import type { EmkConfig } from './config.js';
 import type { Clock } from './shared/time.js';
 import { WriteBatcher } from './db/write-batcher.js';
 import { createEventService } from './events/event-service.js';
@@ -36,13 +37,47 @@ import { createWebhookDeliveryStore } from './webhook/webhook-delivery-store.js'
 import { createWebhookService } from './webhook/webhook-service.js';
 import { createWorkspaceService } from './workspaces/workspace-service.js';
 import { createWorkspaceStore } from './workspaces/workspace-store.js';
+import { createJobQueue } from './jobs/job-queue.js';
+import { createJobStore } from './jobs/job-store.js';
+import { createSuppressionService } from './suppressions/suppression-service.js';
+import { createSuppressionStore } from './suppressions/suppression-store.js';
+import { createTemplates } from './templates/template-engine.js';
+import { createBlockProductSource } from './templates/product-block-source.js';
+import { createTransport } from './delivery/transport.js';
+import { createMessageStore } from './messages/message-store.js';
+import { createMessageService } from './messages/message-service.js';
+import { createTrackingService } from './tracking/tracking-service.js';
+import { createCampaignStore } from './campaigns/campaign-store.js';
+import { createCampaignService } from './campaigns/campaign-service.js';
+import { createReportService } from './reports/report-service.js';
+import { createConsentService } from './consent/consent-service.js';
+
+/** How mail leaves and where its links point (docs/email.md, Delivery). */
+export interface EmailOptions {
+  /** The public root of tracking, unsubscribe and preferences links. */
+  baseUrl: string;
+  /** Unset: every message is captured in the database. */
+  smtpUrl?: string | undefined;
+  smtpRatePerSecond?: number;
+  smtpMaxConnections?: number;
+}
+
+const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
+
+export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
+  baseUrl: config.baseUrl,
+  smtpUrl: config.smtpUrl,
+  smtpRatePerSecond: config.smtpRatePerSecond,
+  smtpMaxConnections: config.smtpMaxConnections,
+});
 
 /**
- * The one composition root: the server and every CLI command build their services here. `clock` feeds the
- * caches and the rate-limit windows (tests move it by hand).
+ * The one composition root: the server, the worker and every CLI command build their services here. `clock`
+ * feeds the caches and the rate-limit windows (tests move it by hand).
  */
-export function createServices(db: Database, options: { clock?: Clock } = {}) {
+export function createServices(db: Database, options: { clock?: Clock; email?: EmailOptions } = {}) {
   const { clock } = options;
+  const email = options.email ?? DEFAULT_EMAIL;
   const { knex, dialect } = db;
   const writer = new WriteBatcher(db, { concurrency: dialect.writeConcurrency });
   const contactStore = createContactStore(dialect);
@@ -77,11 +112,12 @@ export function createServices(db: Database, options: { clock?: Clock } = {}) {
     clock,
   });
   const identityTokens = createIdentityTokenService({ knex, store: createIdentityTokenStore(), contactStore });
+  const attributionStore = createAttributionStore(dialect);
   const attribution = createAttributionService({
     knex,
     writeTransaction: db.writeTransaction,
     writer,
-    store: createAttributionStore(dialect),
+    store: attributionStore,
     contactStore,
     settings,
   });
@@ -154,6 +190,56 @@ export function createServices(db: Database, options: { clock?: Clock } = {}) {
     applyProductEvent: products.applyWebhookEvent,
     resolveIdentityToken: (trx, workspaceId, token) => identityTokens.resolve(workspaceId, token, trx),
   });
+  const jobs = createJobQueue({ db, store: createJobStore(dialect) });
+  const suppressions = createSuppressionService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: createSuppressionStore(dialect),
+  });
+  const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds }) });
+  const transport = createTransport({
+    smtpUrl: email.smtpUrl,
+    ratePerSecond: email.smtpRatePerSecond,
+    maxConnections: email.smtpMaxConnections,
+  });
+  const messageStore = createMessageStore(dialect);
+  const tracking = createTrackingService({
+    knex,
+    writer,
+    baseUrl: email.baseUrl,
+    messageStore,
+    identityTokens,
+    attribution,
+    events,
+  });
+  const messages = createMessageService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: messageStore,
+    templates,
+    transport,
+    tracking,
+    suppressions,
+    settings,
+    workspaces,
+    baseUrl: email.baseUrl,
+  });
+  const campaignStore = createCampaignStore(dialect);
+  const campaigns = createCampaignService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: campaignStore,
+    messageStore,
+    messages,
+    templates,
+    jobs,
+    contactStore,
+    orderStore,
+    attributionStore,
+  });
+  const reports = createReportService({ knex, orderStore, campaignStore });
+  const consent = createConsentService({ knex, tracking, contactStore, contacts, workspaces });
+
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
   const rateLimiter = createRateLimiter(
     dialect.sharedByProcesses ? createDatabaseCounterStore(db.relaxedKnex()) : createMemoryCounterStore(),
@@ -181,10 +267,21 @@ export function createServices(db: Database, options: { clock?: Clock } = {}) {
     outbox,
     productActivity,
     rateLimiter,
-    /** Finishes pending writes, then closes the database. Safe to call more than once. */
+    jobs,
+    /** What the worker runs, by job kind: each noun's handlers. */
+    jobHandlers: { ...campaigns.handlers },
+    suppressions,
+    templates,
+    messages,
+    tracking,
+    campaigns,
+    reports,
+    consent,
+    /** Finishes pending writes, then closes the relay's connections and the database. Safe to call more than once. */
     close() {
       closing ??= (async () => {
         await writer.close();
+        await transport.close();
         await rateLimiter.close();
         await db.close();
       })();

@@ -22,6 +22,12 @@ import { settingsRoutes } from './routes/settings/settings-routes.js';
 import { productRoutes } from './routes/products/product-routes.js';
 import { feedRoutes } from './routes/feeds/feed-routes.js';
 import { healthRoutes } from './routes/health/health-routes.js';
+import { campaignRoutes } from './routes/campaigns/campaign-routes.js';
+import { messageRoutes } from './routes/messages/message-routes.js';
+import { suppressionRoutes } from './routes/suppressions/suppression-routes.js';
+import { reportRoutes } from './routes/reports/report-routes.js';
+import { trackingRoutes } from './routes/tracking/tracking-routes.js';
+import { consentRoutes } from './routes/consent/consent-routes.js';
 
 /** The API's version in the OpenAPI document: the package's. */
 const EMK_VERSION = '0.1.0';
@@ -67,6 +73,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(collectRoutes(services));
   await app.register(sdkRoutes());
   await app.register(webhookRoutes(services));
+  await app.register(trackingRoutes(services));
+  await app.register(consentRoutes(services));
   await app.register(
     async (api) => {
       registerApiKeyAuth(api, services.apiKeys);
@@ -79,6 +87,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       await api.register(apiKeyRoutes(services));
       await api.register(integrationRoutes(services));
       await api.register(settingsRoutes(services));
+      await api.register(campaignRoutes(services));
+      await api.register(messageRoutes(services));
+      await api.register(suppressionRoutes(services));
+      await api.register(reportRoutes(services));
     },
     { prefix: '/api/v1' },
   );

@@ -3,6 +3,7 @@ import type { EmkConfig } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
 import { buildApp } from './app.js';
 import { DrainGate } from './plugins/drain.js';
+import type { RunningWorker } from '../worker/worker.js';
 
 export interface RunningServer {
   /** A URL to reach the server from this machine (`http://localhost:8080` when it listens on every address). */
@@ -29,6 +30,7 @@ const waitFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolv
 export async function startServer(
   services: Services,
   config: EmkConfig,
+  options: { worker?: RunningWorker } = {},
 ): Promise<RunningServer & { stopped: Promise<void> }> {
   const drain = new DrainGate();
   const app = await buildApp({ services, config, drain });
@@ -43,9 +45,12 @@ export async function startServer(
   const stop = (graceMs: number) => {
     stopping ??= (async () => {
       drain.start();
+      // The in-process worker takes no new job from now on and finishes the ones in hand meanwhile.
+      const workerStopped = options.worker?.stop();
       if (graceMs > 0) await waitFor(graceMs);
       await drain.idle();
       await app.close();
+      await workerStopped;
       await services.close();
     })();
     return stopping;

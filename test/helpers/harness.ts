@@ -1,7 +1,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { loadConfig, type EmkConfig } from '../../src/domain/config.js';
-import { createServices, type Services } from '../../src/domain/create-services.js';
+import { createServices, emailOptionsOf, type Services } from '../../src/domain/create-services.js';
 import { openDatabase } from '../../src/domain/db/database.js';
 import { buildApp } from '../../src/server/app.js';
 import { createTestDatabase, DIALECTS, type DialectName, type TestDatabase } from './test-databases.js';
@@ -57,7 +57,7 @@ export async function createHarness(dialect: DialectName, env: Record<string, st
   const database = await createTestDatabase(dialect);
   const config = loadConfig({ ...NO_LIMITS, ...env, EMK_DATABASE_URL: database.url, EMK_LOG_LEVEL: 'silent' });
   const clock = manualClock();
-  const services = createServices(openDatabase(config.databaseUrl), { clock });
+  const services = createServices(openDatabase(config.databaseUrl), { clock, email: emailOptionsOf(config) });
   const app = await buildApp({ services, config, logLevel: 'silent' });
   return {
     dialect,

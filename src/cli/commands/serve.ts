@@ -1,10 +1,12 @@
 import { Command } from 'commander';
 import { startServer } from '../../server/main.js';
+import { startWorker, workerOptionsFor } from '../../worker/worker.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../run-command.js';
 
 interface ServeOptions extends GlobalOptions {
   port?: string;
   host?: string;
+  worker: boolean;
 }
 
 export function serveCommand(): Command {
@@ -12,13 +14,15 @@ export function serveCommand(): Command {
     new Command('serve')
       .description('run the HTTP server (Collect API, management API, webhook); drains on SIGTERM')
       .option('--port <port>', 'port to listen on, 0 for any free one (default $PORT or 8080)')
-      .option('--host <host>', 'address to bind (default $HOST or 0.0.0.0)'),
+      .option('--host <host>', 'address to bind (default $HOST or 0.0.0.0)')
+      .option('--no-worker', 'serve the API only; background jobs (sends, retries) are left to `emk worker`'),
   ).action((options: ServeOptions) =>
     runCommand(
       options,
       async (context) => {
         const services = await context.services();
-        const server = await startServer(services, context.config);
+        const worker = options.worker ? startWorker(workerOptionsFor(services)) : undefined;
+        const server = await startServer(services, context.config, { worker });
         const { host, port } = server.boundTo;
         process.stderr.write(`emk listening on ${server.address} (bound to ${host}:${port})\n`);
         if ((await services.workspaces.list()).length === 0) {

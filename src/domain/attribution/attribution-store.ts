@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { insertRows } from '../db/bulk.js';
+import { insertRows, valuesList } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Attribution, EngagementKind } from './attribution.schema.js';
 import type { Db } from '../db/database.js';
@@ -41,14 +41,20 @@ export interface RecomputeCursor {
 /** Orders that carry attribution: those that arrived by webhook or sync. Direct creates never do. */
 export const ATTRIBUTED_ORIGINS = ['webhook', 'sync'] as const;
 
-/** A table of typed rows both databases read: `VALUES (CAST(? AS …), …), …` and its bindings. */
-function valuesList(types: string[], rows: unknown[][]): { sql: string; bindings: unknown[] } {
-  const tuple = `(${types.map((type) => `CAST(? AS ${type})`).join(', ')})`;
-  return { sql: `VALUES ${rows.map(() => tuple).join(', ')}`, bindings: rows.flat() };
-}
-
 export function createAttributionStore(dialect: Dialect) {
   return {
+    /** Opens and clicks (every one, repeats included) of one campaign's or flow's messages. */
+    async engagementCounts(db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }) {
+      const row = await db('engagements')
+        .where({ workspace_id: workspaceId, ...of })
+        .select(
+          db.raw("SUM(CASE WHEN kind = 'open' THEN 1 ELSE 0 END) AS opens"),
+          db.raw("SUM(CASE WHEN kind = 'click' THEN 1 ELSE 0 END) AS clicks"),
+        )
+        .first();
+      return { opens: Number(row?.opens ?? 0), clicks: Number(row?.clicks ?? 0) };
+    },
+
     async insertEngagements(db: Db, rows: EngagementRow[]): Promise<void> {
       await insertRows(db, dialect, 'engagements', rows as unknown as Record<string, unknown>[]);
     },

@@ -9,6 +9,7 @@ import {
   identifySchema,
   updateContactSchema,
   upsertContactSchema,
+  type ConsentChange,
   type Contact,
   type SubscriptionStatus,
 } from './contact.schema.js';
@@ -282,6 +283,28 @@ export function createContactService(deps: {
         }
         return getRecord(trx, workspaceId, id);
       });
+    },
+
+    /**
+     * A consent change from outside the API (an unsubscribe link, the preferences page, a relay's complaint),
+     * recorded with its origin. Returns the status before; unchanged statuses record nothing.
+     */
+    async changeStatus(workspaceId: string, id: string, status: SubscriptionStatus, origin: string): Promise<SubscriptionStatus> {
+      return writer.run(async (trx) => {
+        const row = await contactStore.findById(trx, workspaceId, id, true);
+        if (!row) throw new NotFoundError();
+        if (row.subscription_status !== status) {
+          await contactStore.update(trx, id, { subscription_status: status });
+          await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: Date.now() }]);
+        }
+        return row.subscription_status;
+      });
+    },
+
+    /** Every status change of a contact, oldest first (GET /contacts/{id}/consent). */
+    async consentHistory(workspaceId: string, id: string): Promise<{ data: ConsentChange[] }> {
+      if (!(await contactStore.findById(knex, workspaceId, id))) throw new NotFoundError();
+      return { data: await contactStore.statusChanges(knex, id) };
     },
 
     get: (workspaceId: string, id: string) => getRecord(knex, workspaceId, id),

@@ -3,7 +3,7 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
-import { emailKey, type Contact, type SubscriptionStatus } from './contact.schema.js';
+import { emailKey, type ConsentChange, type Contact, type SubscriptionStatus } from './contact.schema.js';
 import { compositeKey, pairOf } from '../shared/keys.js';
 import type { Db } from '../db/database.js';
 
@@ -154,6 +154,16 @@ export function createContactStore(dialect: Dialect) {
           created_at: change.at,
         })),
       );
+    },
+
+    async statusChanges(db: Db, contactId: string): Promise<ConsentChange[]> {
+      const rows = await db('subscription_changes').where({ contact_id: contactId }).orderBy('id');
+      return rows.map((row: Record<string, unknown>) => ({
+        status: row.to_status as SubscriptionStatus,
+        previous_status: (row.from_status as SubscriptionStatus | null) ?? null,
+        origin: row.origin as string,
+        at: toIso(row.created_at as number)!,
+      }));
     },
 
     /** Claims anonymous ids for contacts; an id already claimed keeps its first owner. */

@@ -70,3 +70,17 @@ export const contactRecordSchema = z.object({
 
 /** POST /collect/identify reply. */
 export const identifyReplySchema = z.object({ contact_id: z.string(), email: z.string() });
+
+/** One entry of a contact's consent history. */
+export interface ConsentChange {
+  status: SubscriptionStatus;
+  previous_status: SubscriptionStatus | null;
+  origin: string;
+  at: string;
+}
+
+export const consentHistorySchema = z.object({
+  data: z.array(
+    z.object({ status: subscriptionStatusSchema, previous_status: subscriptionStatusSchema.nullable(), origin: z.string(), at: z.string() }),
+  ),
+});

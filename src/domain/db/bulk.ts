@@ -38,3 +38,9 @@ export function byWorkspace(pairs: Array<readonly [string, string]>, size: numbe
   }
   return [...groups].flatMap(([workspaceId, keys]) => chunk(keys, size).map((part): [string, string[]] => [workspaceId, part]));
 }
+
+/** A table of typed rows both databases read: `VALUES (CAST(? AS …), …), …` and its bindings. */
+export function valuesList(types: string[], rows: unknown[][]): { sql: string; bindings: unknown[] } {
+  const tuple = `(${types.map((type) => `CAST(? AS ${type})`).join(', ')})`;
+  return { sql: `VALUES ${rows.map(() => tuple).join(', ')}`, bindings: rows.flat() };
+}

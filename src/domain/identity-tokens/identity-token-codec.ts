@@ -26,13 +26,13 @@ function mac(secret: string, workspaceId: string, body: Buffer): Buffer {
     .subarray(0, MAC_BYTES);
 }
 
-function encodeId(id: string): Buffer {
+export function encodeId(id: string): Buffer {
   if (isUuid(id) && id === id.toLowerCase()) return Buffer.concat([Buffer.of(0), Buffer.from(id.replace(/-/g, ''), 'hex')]);
   const text = Buffer.from(id, 'utf8');
   return Buffer.concat([Buffer.of(text.length), text]);
 }
 
-function decodeId(bytes: Buffer, offset: number): [id: string, next: number] | null {
+export function decodeId(bytes: Buffer, offset: number): [id: string, next: number] | null {
   const length = bytes[offset];
   if (length === undefined) return null;
   if (length === 0) {

@@ -27,6 +27,9 @@ export function createIdentityTokenService(deps: { knex: Knex; store: IdentityTo
   }
 
   return {
+    /** The workspace's signing secret (also signs tracking links), cached. */
+    secretOf: (workspaceId: string, db: Knex | Knex.Transaction = knex) => secretOf(db, workspaceId),
+
     async mint(workspaceId: string, claims: IdentityClaimsInput, db: Knex | Knex.Transaction = knex): Promise<string> {
       const input = parseInput(identityClaimsSchema, claims);
       const secret = await secretOf(db, workspaceId);

@@ -65,6 +65,40 @@ export function createOrderStore(dialect: Dialect) {
   }
 
   return {
+    /** Orders credited to one campaign or flow: how many, and their net revenue (reports). */
+    async attributedTotals(db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }): Promise<{ orders: number; revenue: number }> {
+      const column = 'campaignId' in to ? 'attributed_campaign_id' : 'attributed_flow_id';
+      const row = await db('orders')
+        .where({ workspace_id: workspaceId, [column]: 'campaignId' in to ? to.campaignId : to.flowId })
+        .select(db.raw('COUNT(*) AS orders'), db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`))
+        .first();
+      return { orders: Number(row?.orders ?? 0), revenue: dialect.readNumber(row?.revenue) };
+    },
+
+    /** Net revenue per campaign and flow of the orders placed in [from, to), per currency (GET /reports/revenue). */
+    async revenueByAttribution(db: Db, workspaceId: string, from: number, to: number) {
+      const rows = await db('orders')
+        .where({ workspace_id: workspaceId })
+        .where('ordered_at', '>=', from)
+        .where('ordered_at', '<', to)
+        .where((q) => q.whereNotNull('attributed_campaign_id').orWhereNotNull('attributed_flow_id'))
+        .groupBy('attributed_campaign_id', 'attributed_flow_id', 'currency')
+        .select(
+          'attributed_campaign_id as campaign_id',
+          'attributed_flow_id as flow_id',
+          'currency',
+          db.raw('COUNT(*) AS orders'),
+          db.raw(`ROUND(SUM(${NET_REVENUE_SQL}), 4) AS revenue`),
+        );
+      return rows.map((row: Record<string, unknown>) => ({
+        campaign_id: (row.campaign_id as string | null) ?? null,
+        flow_id: (row.flow_id as string | null) ?? null,
+        currency: row.currency as string,
+        orders: Number(row.orders),
+        revenue: dialect.readNumber(row.revenue),
+      }));
+    },
+
     fromRow,
     itemsByOrder: itemsOf,
 

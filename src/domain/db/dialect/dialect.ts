@@ -51,6 +51,13 @@ export interface Dialect {
   driverFault(error: unknown): DriverFault | null;
   /** Locks the selected rows until the transaction ends where the database has row locks. */
   forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
+  /**
+   * forUpdate, passing over rows another transaction holds (a queue's claim: workers never wait for each
+   * other). SQLite has one writer at a time, so its claim needs neither.
+   */
+  forUpdateSkipLocked<Q extends Knex.QueryBuilder>(query: Q): Q;
+  /** SQL for a fresh random UUID per row (v4), for rows an INSERT … SELECT creates in the database. */
+  readonly newIdSql: string;
   /** An ORDER BY expression comparing a text column byte by byte (SQLite's default; PostgreSQL: COLLATE "C"). */
   bytewise(column: string): string;
   /** Shares a lock on the selected rows (others may share it; forUpdate waits for them) where there are row locks. */

@@ -63,6 +63,8 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     driverFault,
     jsonText: (column, field) => `(${column} ->> '${field}')`,
     forUpdate: (query) => query.forUpdate() as typeof query,
+    forUpdateSkipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
+    newIdSql: 'gen_random_uuid()::text',
     bytewise: (column) => `${column} COLLATE "C"`,
     forShare: (query) => query.forShare() as typeof query,
     analyzeAfterBulkLoad: async (knex, tables) => {

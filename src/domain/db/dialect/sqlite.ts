@@ -146,6 +146,10 @@ export function sqliteDialect(filename: string): Dialect {
     jsonText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
     // A single connection is the single writer: nothing else can change the row mid-transaction.
     forUpdate: (query) => query,
+    forUpdateSkipLocked: (query) => query,
+    newIdSql:
+      "lower(hex(randomblob(4))) || '-' || lower(hex(randomblob(2))) || '-4' || substr(lower(hex(randomblob(2))), 2) || '-' || " +
+      "substr('89ab', 1 + (abs(random()) % 4), 1) || substr(lower(hex(randomblob(2))), 2) || '-' || lower(hex(randomblob(6)))",
     // BINARY, the default collation, compares UTF-8 bytes.
     bytewise: (column) => column,
     forShare: (query) => query,

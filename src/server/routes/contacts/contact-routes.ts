@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import {
+  consentHistorySchema,
   contactListQuerySchema,
   contactRecordSchema,
   updateContactSchema,
@@ -65,6 +66,20 @@ export function contactRoutes(services: Services) {
         }),
       },
       async (request) => services.contacts.update(request.workspaceId, request.params.id, request.body),
+    );
+
+    app.get<{ Params: { id: string } }>(
+      '/contacts/:id/consent',
+      {
+        schema: describeRoute({
+          ...contacts,
+          summary: 'Every subscription status change, oldest first, with the status before and its origin',
+          params: idParams,
+          replies: { 200: consentHistorySchema },
+          errors: [401, 404],
+        }),
+      },
+      async (request) => services.contacts.consentHistory(request.workspaceId, request.params.id),
     );
   };
 }

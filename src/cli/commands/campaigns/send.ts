@@ -1,0 +1,54 @@
+import { Command } from 'commander';
+import type { SendReport } from '../../../domain/campaigns/campaign.schema.js';
+import { startWorker, workerOptionsFor } from '../../../worker/worker.js';
+import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+
+interface SendOptions extends GlobalOptions {
+  at?: string;
+  detach?: boolean;
+}
+
+const PROGRESS_EVERY_MS = 500;
+
+/**
+ * `emk campaigns send ID [--at TIME]`: the send of POST /campaigns/{id}/send; a send that starts now is then
+ * worked through in this process (with any other workers on the database) until every message reached an end,
+ * with progress on stderr. `--detach` only starts it and leaves the batches to running workers.
+ */
+export function campaignsSendCommand(): Command {
+  return withGlobalOptions(
+    new Command('send')
+      .argument('<id>', 'campaign id')
+      .description('send a draft campaign now (or at --at) and wait until it is sent')
+      .option('--at <time>', 'schedule the send (RFC 3339)')
+      .option('--detach', 'start the send and return; running workers send the batches'),
+  ).action((id: string, options: SendOptions) =>
+    runCommand(
+      options,
+      async (context) => {
+        const services = await context.services();
+        const workspace = await context.workspace();
+        const started = await services.campaigns.send(workspace.id, id, options.at === undefined ? {} : { send_at: options.at });
+        if (started.status !== 'sending' || options.detach) return { ...started, report: null };
+        const worker = startWorker(workerOptionsFor(services));
+        let report: SendReport;
+        try {
+          for (;;) {
+            report = await services.campaigns.report(workspace.id, id);
+            const done = report.sent + report.failed + report.skipped;
+            context.log(`sent ${report.sent}, failed ${report.failed}, skipped ${report.skipped} of ${started.recipients}`);
+            if ((await services.campaigns.get(workspace.id, id)).status === 'sent' || done >= (started.recipients ?? 0)) break;
+            await new Promise((resolve) => setTimeout(resolve, PROGRESS_EVERY_MS));
+          }
+        } finally {
+          await worker.stop();
+        }
+        return { ...(await services.campaigns.get(workspace.id, id)), report };
+      },
+      (result) =>
+        result.report === null
+          ? `campaign ${result.id} ${result.status}${result.recipients === null ? '' : ` to ${result.recipients} recipient(s)`}`
+          : `campaign ${result.id} ${result.status}: ${result.report.sent} sent, ${result.report.failed} failed, ${result.report.skipped} skipped`,
+    ),
+  );
+}

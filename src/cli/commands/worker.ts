@@ -1,0 +1,47 @@
+import { Command } from 'commander';
+import { runDueJobs, startWorker, workerOptionsFor } from '../../worker/worker.js';
+import { concurrencyFlag } from '../options.js';
+import { runCommand, withGlobalOptions, type GlobalOptions } from '../run-command.js';
+
+interface WorkerCommandOptions extends GlobalOptions {
+  once?: boolean;
+  concurrency?: string;
+}
+
+/** Resolves on the first SIGTERM or SIGINT. */
+const untilSignalled = () =>
+  new Promise<void>((resolve) => {
+    const done = () => {
+      process.off('SIGTERM', done);
+      process.off('SIGINT', done);
+      resolve();
+    };
+    process.once('SIGTERM', done);
+    process.once('SIGINT', done);
+  });
+
+/** `emk worker [--once]`: background jobs without the HTTP server (docs/worker.md). */
+export function workerCommand(): Command {
+  return withGlobalOptions(
+    new Command('worker')
+      .description('run background jobs (campaign sends, scheduled sends, retries); SIGTERM finishes the current job and exits 0')
+      .option('--once', 'run every job due now, then exit (for cron and CI)')
+      .option('--concurrency <n>', 'jobs run at once by this process (1-64, default 4)'),
+  ).action((options: WorkerCommandOptions) =>
+    runCommand(
+      options,
+      async (context) => {
+        const services = await context.services();
+        const concurrency = options.concurrency === undefined ? undefined : concurrencyFlag(options.concurrency);
+        const workerOptions = workerOptionsFor(services, concurrency === undefined ? {} : { concurrency });
+        if (options.once) return { once: true, ...(await runDueJobs(workerOptions)) };
+        const worker = startWorker(workerOptions);
+        context.log('emk worker running; Ctrl-C stops it after the jobs in hand');
+        await untilSignalled();
+        await worker.stop();
+        return { once: false, stopped: true };
+      },
+      (result) => ('ran' in result ? `ran ${result.ran} job(s), ${result.failed} failed` : 'emk worker stopped'),
+    ),
+  );
+}

@@ -1,0 +1,209 @@
+import type { Knex } from 'knex';
+import type { AttributionStore } from '../attribution/attribution-store.js';
+import type { ContactStore } from '../contacts/contact-store.js';
+import type { Database } from '../db/database.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import type { Job, JobHandlers, JobQueue } from '../jobs/job-queue.js';
+import type { MessageService } from '../messages/message-service.js';
+import type { MessageStore } from '../messages/message-store.js';
+import type { OrderStore } from '../orders/order-store.js';
+import { uuidv7 } from '../shared/ids.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
+import { systemClock, type Clock } from '../shared/time.js';
+import { parseInput } from '../shared/validate.js';
+import type { Templates } from '../templates/template-engine.js';
+import {
+  campaignCreateSchema,
+  campaignPreviewSchema,
+  campaignSendSchema,
+  campaignUpdateSchema,
+  type Campaign,
+  type SendReport,
+} from './campaign.schema.js';
+import type { CampaignRow, CampaignStore } from './campaign-store.js';
+
+/** Recipients per worker job: small enough that a retried job redoes little, large enough to batch writes. */
+export const CAMPAIGN_BATCH_SIZE = 500;
+
+export const CAMPAIGN_JOBS = { start: 'campaign.start', batch: 'campaign.batch' } as const;
+
+/**
+ * Campaigns (docs/email.md, Campaigns): drafts, then one send, now or at `send_at`. Sending fixes the
+ * recipients at once (a queued message per subscribed, unsuppressed contact, in batches), and the worker sends
+ * the batches; a process killed mid-send leaves its batch to another, which sends each remaining message once.
+ */
+export function createCampaignService(deps: {
+  knex: Knex;
+  writeTransaction: Database['writeTransaction'];
+  store: CampaignStore;
+  messageStore: MessageStore;
+  messages: MessageService;
+  templates: Templates;
+  jobs: JobQueue;
+  contactStore: ContactStore;
+  orderStore: OrderStore;
+  attributionStore: AttributionStore;
+  clock?: Clock;
+}) {
+  const { knex, writeTransaction, store, messageStore, messages, templates, jobs, contactStore, orderStore, attributionStore } = deps;
+  const clock = deps.clock ?? systemClock;
+
+  function checkTemplates(fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) {
+    for (const field of ['subject', 'html', 'text'] as const) {
+      const value = fields[field];
+      if (typeof value === 'string') templates.check(value, field);
+    }
+  }
+
+  /** Segments come with the automation issue: until then no id names one. */
+  function checkSegment(segmentId: string | null | undefined) {
+    if (segmentId) throw new ValidationError('invalid request: segment_id names no segment');
+  }
+
+  async function load(db: Knex | Knex.Transaction, workspaceId: string, id: string, lock = false): Promise<CampaignRow> {
+    const row = await store.find(db, workspaceId, id, lock);
+    if (!row) throw new NotFoundError();
+    return row;
+  }
+
+  async function loadDraft(trx: Knex.Transaction, workspaceId: string, id: string): Promise<CampaignRow> {
+    const row = await load(trx, workspaceId, id, true);
+    if (row.status !== 'draft') throw new ConflictError(`campaign is ${row.status}, not a draft`);
+    return row;
+  }
+
+  /** Fixes the recipients and hands their batches to the worker, in the caller's transaction. */
+  async function start(trx: Knex.Transaction, row: CampaignRow): Promise<{ recipients: number; status: 'sending' | 'sent' }> {
+    const now = clock();
+    const { recipients, batches } = await messageStore.insertCampaignRecipients(trx, {
+      workspaceId: row.workspace_id,
+      campaignId: row.id,
+      batchSize: CAMPAIGN_BATCH_SIZE,
+      now,
+    });
+    const status = recipients === 0 ? 'sent' : 'sending';
+    await store.update(trx, row.id, { status, started_at: now, recipients, updated_at: now, ...(status === 'sent' ? { sent_at: now } : {}) });
+    await jobs.enqueue(
+      trx,
+      Array.from({ length: batches }, (_, batch) => ({ kind: CAMPAIGN_JOBS.batch, payload: { campaignId: row.id, batch } })),
+    );
+    return { recipients, status };
+  }
+
+  const campaignIdOf = (job: Job) => String(job.payload.campaignId);
+
+  const handlers: JobHandlers = {
+    /** A scheduled campaign's time has come. */
+    [CAMPAIGN_JOBS.start]: async (job) => {
+      await writeTransaction(async (trx) => {
+        const row = await store.findById(trx, campaignIdOf(job));
+        const locked = row && (await store.find(trx, row.workspace_id, row.id, true));
+        if (locked?.status === 'scheduled') await start(trx, locked);
+      });
+    },
+
+    /** One batch of recipients: whatever of it is not yet sent, then the campaign is sent when none is left. */
+    [CAMPAIGN_JOBS.batch]: async (job) => {
+      const row = await store.findById(knex, campaignIdOf(job));
+      if (!row) return;
+      const pending = await messageStore.pendingInBatch(knex, row.id, Number(job.payload.batch));
+      await messages.deliver(row.workspace_id, pending, row, {
+        settle: (trx, skipped) => store.addSkipped(trx, row.id, skipped),
+      });
+      if (!(await messageStore.campaignUnfinished(knex, row.id))) await store.markSent(knex, row.id, clock());
+    },
+  };
+
+  return {
+    handlers,
+
+    async create(workspaceId: string, body: unknown): Promise<Campaign> {
+      const input = parseInput(campaignCreateSchema, body);
+      checkSegment(input.segment_id);
+      checkTemplates(input);
+      const now = clock();
+      const row: CampaignRow = {
+        id: uuidv7(now),
+        workspace_id: workspaceId,
+        name: input.name,
+        subject: input.subject,
+        html: input.html,
+        text: input.text ?? null,
+        segment_id: null,
+        from_email: input.from_email ?? null,
+        from_name: input.from_name ?? null,
+        status: 'draft',
+        send_at: null,
+        started_at: null,
+        sent_at: null,
+        recipients: null,
+        skipped: 0,
+        created_at: now,
+        updated_at: now,
+      };
+      await writeTransaction((trx) => store.insert(trx, row));
+      return store.toRecord(row);
+    },
+
+    async list(workspaceId: string, paging: Paging): Promise<Page<Campaign>> {
+      const { rows, total } = await store.list(knex, workspaceId, paging);
+      return toPage(rows.map(store.toRecord), total, paging);
+    },
+
+    get: async (workspaceId: string, id: string): Promise<Campaign> => store.toRecord(await load(knex, workspaceId, id)),
+
+    async update(workspaceId: string, id: string, body: unknown): Promise<Campaign> {
+      const input = parseInput(campaignUpdateSchema, body);
+      checkSegment(input.segment_id);
+      checkTemplates(input);
+      return writeTransaction(async (trx) => {
+        await loadDraft(trx, workspaceId, id);
+        const patch = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
+        await store.update(trx, id, { ...patch, updated_at: clock() });
+        return store.toRecord(await load(trx, workspaceId, id));
+      });
+    },
+
+    async delete(workspaceId: string, id: string): Promise<void> {
+      await writeTransaction(async (trx) => {
+        await loadDraft(trx, workspaceId, id);
+        await store.delete(trx, id);
+      });
+    },
+
+    /** POST /campaigns/{id}/send: `scheduled` until `send_at`, else `sending` with its recipients fixed. */
+    async send(workspaceId: string, id: string, body: unknown = {}) {
+      const { send_at: sendAt } = parseInput(campaignSendSchema, body ?? {});
+      return writeTransaction(async (trx) => {
+        const row = await load(trx, workspaceId, id, true);
+        if (row.status !== 'draft') throw new ConflictError(`campaign is already ${row.status}`);
+        if (sendAt !== undefined && sendAt > clock()) {
+          await store.update(trx, id, { status: 'scheduled', send_at: sendAt, updated_at: clock() });
+          await jobs.enqueue(trx, [{ kind: CAMPAIGN_JOBS.start, payload: { campaignId: id }, runAt: sendAt }]);
+          return { id, status: 'scheduled' as const, recipients: null };
+        }
+        const { recipients, status } = await start(trx, row);
+        return { id, status, recipients };
+      });
+    },
+
+    async report(workspaceId: string, id: string): Promise<SendReport> {
+      const row = await load(knex, workspaceId, id);
+      const counts = await messageStore.counts(knex, workspaceId, { campaign_id: id });
+      const engagement = await attributionStore.engagementCounts(knex, workspaceId, { campaign_id: id });
+      const revenue = await orderStore.attributedTotals(knex, workspaceId, { campaignId: id });
+      return { ...counts, skipped: row.skipped, ...engagement, ...revenue };
+    },
+
+    /** POST /campaigns/{id}/preview: the message as this contact would get it; nothing is sent or stored. */
+    async preview(workspaceId: string, id: string, body: unknown) {
+      const { contact_id } = parseInput(campaignPreviewSchema, body);
+      const row = await load(knex, workspaceId, id);
+      const contact = await contactStore.findById(knex, workspaceId, contact_id);
+      if (!contact) throw new NotFoundError('contact not found');
+      return messages.preview(workspaceId, contact, row);
+    },
+  };
+}
+
+export type CampaignService = ReturnType<typeof createCampaignService>;

@@ -1,0 +1,44 @@
+import { convert } from 'html-to-text';
+
+/** A message as the relay gets it. */
+export interface OutgoingMail {
+  /** The message row's id: the Message-ID is made from it, so a mail handed over again is the same mail. */
+  messageId: string;
+  from: { email: string; name: string | null };
+  to: string;
+  subject: string;
+  html: string;
+  /** The text part; derived from the HTML when null. */
+  text: string | null;
+  /** Marketing mail only: `List-Unsubscribe` and one-click `List-Unsubscribe-Post` (RFC 8058). */
+  listUnsubscribeUrl: string | null;
+  /** The host part of the Message-ID. */
+  messageIdDomain: string;
+}
+
+export type DeliveryResult = { status: 'captured' } | { status: 'sent' } | { status: 'failed'; error: string; permanent: true };
+
+/** A failure worth trying again: a 4xx reply, a connection refused, reset or timed out. */
+export class TemporaryDeliveryError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+  }
+}
+
+const TEXT_OPTIONS = {
+  wordwrap: 78,
+  selectors: [
+    { selector: 'img', format: 'skip' },
+    { selector: 'a', options: { hideLinkHrefIfSameAsText: true } },
+  ],
+};
+
+/** The text alternative of an HTML body: links kept as `text [url]`, images dropped. */
+export function textFromHtml(html: string): string {
+  return convert(html, TEXT_OPTIONS);
+}
+
+export const messageIdHeader = (mail: Pick<OutgoingMail, 'messageId' | 'messageIdDomain'>) => `<${mail.messageId}@${mail.messageIdDomain}>`;

@@ -1,0 +1,55 @@
+import nodemailer from 'nodemailer';
+import { messageIdHeader, TemporaryDeliveryError, textFromHtml, type DeliveryResult, type OutgoingMail } from './mail.js';
+import type { Transport } from './transport.js';
+
+/** Connection-level failures: the relay was not reached or dropped us; the mail may go later. */
+const TEMPORARY_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EPROTOCOL', 'ETLS', 'EAUTH']);
+
+/**
+ * Delivery through an SMTP relay with nodemailer: pooled connections and a send rate (relays cap both). A 5xx
+ * reply is a permanent rejection (the caller fails the message and suppresses the address); 4xx replies and
+ * connection failures are temporary (retried later by the job).
+ */
+export function createSmtpTransport(options: { url: string; ratePerSecond: number; maxConnections: number }): Transport {
+  const smtp = nodemailer.createTransport({
+    url: options.url,
+    pool: true,
+    maxConnections: options.maxConnections,
+    ...(options.ratePerSecond > 0 ? { rateDelta: 1000, rateLimit: options.ratePerSecond } : {}),
+    connectionTimeout: 10_000,
+    greetingTimeout: 10_000,
+    socketTimeout: 60_000,
+  } as Parameters<typeof nodemailer.createTransport>[0]);
+
+  return {
+    captures: false,
+    async deliver(mail: OutgoingMail): Promise<DeliveryResult> {
+      try {
+        await smtp.sendMail({
+          from: mail.from.name ? { name: mail.from.name, address: mail.from.email } : mail.from.email,
+          to: mail.to,
+          subject: mail.subject,
+          html: mail.html,
+          text: mail.text ?? textFromHtml(mail.html),
+          messageId: messageIdHeader(mail),
+          headers: mail.listUnsubscribeUrl
+            ? { 'List-Unsubscribe': `<${mail.listUnsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }
+            : {},
+        });
+        return { status: 'sent' };
+      } catch (error) {
+        const { responseCode, response, code, message } = error as { responseCode?: number; response?: string; code?: string; message?: string };
+        if (typeof responseCode === 'number' && responseCode >= 500 && responseCode < 600) {
+          return { status: 'failed', permanent: true, error: `${responseCode} ${(response ?? message ?? '').trim()}`.slice(0, 300) };
+        }
+        if ((typeof responseCode === 'number' && responseCode >= 400) || (code !== undefined && TEMPORARY_CODES.has(code))) {
+          throw new TemporaryDeliveryError(`${responseCode ?? code} ${(response ?? message ?? '').trim()}`.slice(0, 300));
+        }
+        throw error;
+      }
+    },
+    async close() {
+      smtp.close();
+    },
+  };
+}

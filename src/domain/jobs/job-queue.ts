@@ -1,0 +1,110 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database.js';
+import { systemClock, type Clock } from '../shared/time.js';
+import type { Job, JobStore } from './job-store.js';
+
+export type { Job } from './job-store.js';
+
+/** What a noun's job does; throwing retries it with back-off (PermanentJobError: gives up at once). */
+export type JobHandler = (job: Job) => Promise<void>;
+export type JobHandlers = Record<string, JobHandler>;
+
+export interface JobToEnqueue {
+  kind: string;
+  payload?: Record<string, unknown>;
+  /** Epoch milliseconds; now when absent. */
+  runAt?: number;
+  maxAttempts?: number;
+}
+
+/** A failure that no retry can mend: the job is kept as failed at once. */
+export class PermanentJobError extends Error {}
+
+/** A failure worth trying again later, at a time the handler knows (a relay's Retry-After). */
+export class RetryJobLater extends Error {
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
+  }
+}
+
+export const DEFAULT_MAX_ATTEMPTS = 10;
+
+/** 2^attempt seconds, at most an hour, with up to 20 % jitter so retries of one outage do not move in step. */
+export function backoffMs(attempt: number, random = Math.random): number {
+  const base = Math.min(3_600_000, 1000 * 2 ** Math.min(attempt, 22));
+  return Math.round(base * (1 + 0.2 * random()));
+}
+
+/**
+ * The durable queue every background task goes through (docs/worker.md). Jobs are enqueued inside the
+ * caller's transaction, so a job exists exactly when the data that needs it was committed; a worker in this
+ * process is woken once that commit lands, others find it by their short poll.
+ */
+export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Clock }) {
+  const { db, store } = deps;
+  const clock = deps.clock ?? systemClock;
+  const listeners = new Set<() => void>();
+  const wake = () => {
+    for (const listener of listeners) listener();
+  };
+
+  return {
+    async enqueue(trx: Knex.Transaction, jobs: JobToEnqueue[]): Promise<void> {
+      if (jobs.length === 0) return;
+      const now = clock();
+      await store.insert(
+        trx,
+        jobs.map((job) => ({
+          kind: job.kind,
+          payload: job.payload ?? {},
+          run_at: job.runAt ?? now,
+          max_attempts: job.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+        })),
+        now,
+      );
+      // Wake this process's worker once the rows are visible; a rolled-back transaction wakes nobody.
+      trx.executionPromise.then(wake, () => {});
+    },
+
+    /** Tells this process's worker to look now (for jobs written outside enqueue, e.g. by another module's test). */
+    wake,
+
+    onWake(listener: () => void): () => void {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    claim(owner: string, limit: number, leaseMs: number): Promise<Job[]> {
+      const now = clock();
+      return db.writeTransaction((trx) => store.claim(trx, owner, limit, now, now + leaseMs));
+    },
+
+    extendLease: (job: Job, owner: string, leaseMs: number) => store.extendLease(db.knex, job.id, owner, clock() + leaseMs),
+
+    complete: (job: Job, owner: string) => store.complete(db.knex, job.id, owner),
+
+    /** After a failure: again after back-off, or given up when the job is out of attempts or permanent. */
+    async fail(job: Job, owner: string, error: unknown): Promise<'retried' | 'failed'> {
+      const now = clock();
+      const message = error instanceof Error ? error.message : String(error);
+      const giveUp = error instanceof PermanentJobError || job.attempt >= job.maxAttempts;
+      const delay = error instanceof RetryJobLater ? error.delayMs : backoffMs(job.attempt - 1);
+      await store.release(db.knex, job.id, owner, message.slice(0, 2000), giveUp ? null : now + delay, now);
+      return giveUp ? 'failed' : 'retried';
+    },
+
+    /** Milliseconds until the next waiting job is due (0: now; null: none). */
+    async nextDueIn(): Promise<number | null> {
+      const at = await store.nextRunAt(db.knex);
+      return at === null ? null : Math.max(0, at - clock());
+    },
+
+    pendingCount: (kinds?: string[]) => store.pendingCount(db.knex, kinds),
+    failed: (limit = 50) => store.failed(db.knex, limit),
+  };
+}
+
+export type JobQueue = ReturnType<typeof createJobQueue>;

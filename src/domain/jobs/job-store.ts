@@ -1,0 +1,126 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/database.js';
+import { insertRows } from '../db/bulk.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+
+/** A claimed job: what a handler receives. */
+export interface Job {
+  id: number;
+  kind: string;
+  payload: Record<string, unknown>;
+  /** 1 on the first run. */
+  attempt: number;
+  maxAttempts: number;
+}
+
+export interface JobRow {
+  kind: string;
+  payload: Record<string, unknown>;
+  run_at: number;
+  max_attempts: number;
+}
+
+/** The failed jobs an operator looks at. */
+export interface FailedJob {
+  id: number;
+  kind: string;
+  attempts: number;
+  last_error: string | null;
+  failed_at: number;
+}
+
+/** The jobs table: enqueue, claim by lease, finish guarded by the owner. */
+export function createJobStore(dialect: Dialect) {
+  const toJob = (row: Record<string, unknown>): Job => ({
+    id: Number(row.id),
+    kind: row.kind as string,
+    payload: dialect.readJson<Record<string, unknown>>(row.payload),
+    attempt: Number(row.attempts),
+    maxAttempts: Number(row.max_attempts),
+  });
+
+  return {
+    async insert(db: Db, rows: JobRow[], now: number): Promise<void> {
+      await insertRows(
+        db,
+        dialect,
+        'jobs',
+        rows.map((row) => ({ ...row, payload: dialect.writeJson(row.payload), attempts: 0, created_at: now })),
+      );
+    },
+
+    /**
+     * Leases up to `limit` due jobs to `owner` until `until`: jobs whose run time has come and that nobody
+     * holds, or whose holder's lease ran out (a process that died mid-job). PostgreSQL skips rows another
+     * claim is taking; SQLite's claim runs inside its single write transaction.
+     */
+    async claim(trx: Knex.Transaction, owner: string, limit: number, now: number, until: number): Promise<Job[]> {
+      const due = dialect.forUpdateSkipLocked(
+        trx('jobs')
+          .select('id')
+          .whereNull('failed_at')
+          .where('run_at', '<=', now)
+          .where((q) => q.whereNull('locked_until').orWhere('locked_until', '<=', now))
+          .orderBy([
+            { column: 'run_at', order: 'asc' },
+            { column: 'id', order: 'asc' },
+          ])
+          .limit(limit),
+      );
+      const rows = await trx('jobs')
+        .whereIn('id', due)
+        .update({ locked_by: owner, locked_until: until, attempts: trx.raw('attempts + 1') })
+        .returning(['id', 'kind', 'payload', 'attempts', 'max_attempts']);
+      return (rows as Record<string, unknown>[]).map(toJob).sort((a, b) => a.id - b.id);
+    },
+
+    /** Keeps a running job's lease; false when the job is no longer this owner's. */
+    async extendLease(db: Db, id: number, owner: string, until: number): Promise<boolean> {
+      return (await db('jobs').where({ id, locked_by: owner }).update({ locked_until: until })) > 0;
+    },
+
+    /** Done: the row goes. Only the lease holder may finish a job. */
+    async complete(db: Db, id: number, owner: string): Promise<boolean> {
+      return (await db('jobs').where({ id, locked_by: owner }).delete()) > 0;
+    },
+
+    /** Runs the job again at `runAt`, or gives up (`failed_at`) when `runAt` is null. */
+    async release(db: Db, id: number, owner: string, error: string, runAt: number | null, now: number): Promise<boolean> {
+      const changed = await db('jobs')
+        .where({ id, locked_by: owner })
+        .update({
+          locked_by: null,
+          locked_until: null,
+          last_error: error,
+          ...(runAt === null ? { failed_at: now } : { run_at: runAt }),
+        });
+      return changed > 0;
+    },
+
+    /** When the next job that is not running falls due (null: none waiting). */
+    async nextRunAt(db: Db): Promise<number | null> {
+      const row = await db('jobs').whereNull('failed_at').whereNull('locked_by').min({ at: 'run_at' }).first();
+      return dialect.readNullableNumber(row?.at);
+    },
+
+    async pendingCount(db: Db, kinds?: string[]): Promise<number> {
+      const query = db('jobs').whereNull('failed_at');
+      if (kinds) query.whereIn('kind', kinds);
+      const [{ n }] = (await query.count({ n: '*' })) as [{ n: number | string }];
+      return Number(n);
+    },
+
+    async failed(db: Db, limit: number): Promise<FailedJob[]> {
+      const rows = await db('jobs').whereNotNull('failed_at').orderBy('failed_at', 'desc').limit(limit);
+      return rows.map((row: Record<string, unknown>) => ({
+        id: Number(row.id),
+        kind: row.kind as string,
+        attempts: Number(row.attempts),
+        last_error: (row.last_error as string | null) ?? null,
+        failed_at: dialect.readNumber(row.failed_at),
+      }));
+    },
+  };
+}
+
+export type JobStore = ReturnType<typeof createJobStore>;

@@ -1,0 +1,222 @@
+import type { Knex } from 'knex';
+import type { Database } from '../db/database.js';
+import type { Transport } from '../delivery/transport.js';
+import { TemporaryDeliveryError, textFromHtml, type OutgoingMail } from '../delivery/mail.js';
+import type { ContactRow } from '../contacts/contact-store.js';
+import { uuidv7 } from '../shared/ids.js';
+import { NotFoundError } from '../errors.js';
+import { RetryJobLater } from '../jobs/job-queue.js';
+import type { SettingsService } from '../settings/settings-service.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
+import { systemClock, type Clock } from '../shared/time.js';
+import { parseInput } from '../shared/validate.js';
+import { HARD_BOUNCE } from '../suppressions/suppression.schema.js';
+import type { SuppressionService } from '../suppressions/suppression-service.js';
+import type { TemplateVariables, Templates } from '../templates/template-engine.js';
+import type { TrackingService } from '../tracking/tracking-service.js';
+import type { WorkspaceService } from '../workspaces/workspace-service.js';
+import { emailKey } from '../contacts/contact.schema.js';
+import { messageListQuerySchema, type MessageRecord } from './message.schema.js';
+import type { MessageOutcome, MessageStore, PendingMessage } from './message-store.js';
+
+/** What one send renders: the campaign's or flow step's template and where it comes from. */
+export interface MessageContent {
+  subject: string;
+  html: string;
+  text: string | null;
+  from_email: string | null;
+  from_name: string | null;
+}
+
+/** The parts of a message a template produced, before delivery. */
+interface Rendered {
+  message: PendingMessage;
+  subject: string;
+  html: string;
+  text: string | null;
+  unsubscribeUrl: string | null;
+}
+
+/** A message without a text template has the text part derived from its HTML (as the relay got it). */
+const withText = (record: MessageRecord): MessageRecord =>
+  record.text === null && record.html !== null ? { ...record, text: textFromHtml(record.html) } : record;
+
+const DEFAULT_FROM = 'no-reply@localhost';
+const SMTP_PARALLEL = 8;
+
+/** The variables every message's template sees about its recipient (docs/email.md, Templates). */
+export function contactVariables(contact: PendingMessage['contact']): TemplateVariables['contact'] {
+  const p = contact.properties;
+  const field = (key: string) => (typeof p[key] === 'string' || typeof p[key] === 'number' ? String(p[key]) : null);
+  return { ...p, email: contact.email, first_name: field('first_name'), last_name: field('last_name'), phone: field('phone') };
+}
+
+/**
+ * Messages: the render → deliver pipeline every campaign batch and flow step goes through, and the message
+ * records. A message row exists (unique per campaign × contact or enrolment × step) before anything leaves; a
+ * row that reached `captured`, `sent` or `failed` is never delivered again.
+ */
+export function createMessageService(deps: {
+  knex: Knex;
+  writeTransaction: Database['writeTransaction'];
+  store: MessageStore;
+  templates: Templates;
+  transport: Transport;
+  tracking: TrackingService;
+  suppressions: SuppressionService;
+  settings: SettingsService;
+  workspaces: WorkspaceService;
+  baseUrl: string;
+  clock?: Clock;
+}) {
+  const { knex, writeTransaction, store, templates, transport, tracking, suppressions, settings, workspaces } = deps;
+  const clock = deps.clock ?? systemClock;
+  const messageIdDomain = new URL(deps.baseUrl).hostname || 'localhost';
+
+  /** Renders one message: personalised subject and body, tracked links, pixel, consent links. */
+  async function render(
+    message: PendingMessage,
+    content: MessageContent,
+    signer: Awaited<ReturnType<TrackingService['signerFor']>>,
+    shared: Pick<TemplateVariables, 'workspace'> & Partial<TemplateVariables>,
+  ): Promise<Rendered> {
+    const consent = signer.consentUrls(message.contact_id);
+    const variables: TemplateVariables = { ...shared, contact: contactVariables(message.contact), ...consent };
+    const context = { workspaceId: message.workspace_id, contactId: message.contact_id };
+    const subject = await templates.render(templates.compile(content.subject), variables, context);
+    const html = await templates.render(templates.compile(content.html), variables, context);
+    const text = content.text === null ? null : await templates.render(templates.compile(content.text), variables, context);
+    return {
+      message,
+      subject,
+      html: signer.decorate(message.id, html),
+      text,
+      unsubscribeUrl: message.message_type === 'marketing' ? consent.unsubscribe_url : null,
+    };
+  }
+
+  return {
+    /**
+     * Renders and delivers messages of one workspace written earlier as `queued` (or left `sending` by a
+     * process that died). Recipients who may no longer get them (suppressed; unsubscribed for marketing) lose
+     * their row and count as skipped. A render failure fails that message alone. Temporary relay failures leave
+     * their messages `sending` and throw RetryJobLater, so the job runs again for them only.
+     */
+    async deliver(
+      workspaceId: string,
+      messages: PendingMessage[],
+      content: MessageContent,
+      options: { extra?: Partial<TemplateVariables>; settle?: (trx: Knex.Transaction, skipped: number) => Promise<void> } = {},
+    ): Promise<{ delivered: number; failed: number; skipped: number }> {
+      const suppressed = await suppressions.suppressedKeys(knex, workspaceId, messages.map((m) => m.to));
+      const skipped = messages.filter(
+        (m) => suppressed.has(emailKey(m.to)) || (m.message_type === 'marketing' && m.contact.subscription_status !== 'subscribed'),
+      );
+      const skippedIds = new Set(skipped.map((m) => m.id));
+      const due = messages.filter((m) => !skippedIds.has(m.id));
+
+      const workspace = await workspaces.get(workspaceId);
+      const { sender } = await settings.cached(workspaceId);
+      const signer = await tracking.signerFor(workspaceId);
+      const shared = { ...options.extra, workspace: { name: workspace.name } };
+      const outcomes: MessageOutcome[] = [];
+      const rendered: Rendered[] = [];
+      for (const message of due) {
+        try {
+          rendered.push(await render(message, content, signer, shared));
+        } catch (error) {
+          const reason = error instanceof Error ? error.message : String(error);
+          outcomes.push({ id: message.id, status: 'failed', subject: null, html: null, text: null, error: `render failed: ${reason}`, sent_at: null });
+        }
+      }
+
+      const now = clock();
+      const hardBounces: string[] = [];
+      let temporary: TemporaryDeliveryError | null = null;
+      if (transport.captures) {
+        for (const r of rendered) outcomes.push({ id: r.message.id, status: 'captured', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: now });
+      } else {
+        // Rendered content is stored first: a mail handed over again after a crash is this same mail.
+        await writeTransaction((trx) =>
+          store.saveOutcomes(trx, rendered.map((r) => ({ id: r.message.id, status: 'sending', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: null })), now),
+        );
+        const queue = [...rendered];
+        const send = async () => {
+          for (let r = queue.shift(); r; r = queue.shift()) {
+            const mail: OutgoingMail = {
+              messageId: r.message.id,
+              from: { email: content.from_email ?? sender.from_email ?? DEFAULT_FROM, name: content.from_name ?? sender.from_name ?? null },
+              to: r.message.to,
+              subject: r.subject,
+              html: r.html,
+              text: r.text,
+              listUnsubscribeUrl: r.unsubscribeUrl,
+              messageIdDomain,
+            };
+            try {
+              const result = await transport.deliver(mail);
+              const base = { id: r.message.id, subject: r.subject, html: r.html, text: r.text };
+              if (result.status === 'failed') {
+                outcomes.push({ ...base, status: 'failed', error: result.error, sent_at: null });
+                hardBounces.push(r.message.to);
+              } else {
+                outcomes.push({ ...base, status: result.status, error: null, sent_at: clock() });
+              }
+            } catch (error) {
+              if (!(error instanceof TemporaryDeliveryError)) throw error;
+              temporary ??= error;
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: Math.min(SMTP_PARALLEL, rendered.length) }, send));
+      }
+
+      await writeTransaction(async (trx) => {
+        await store.saveOutcomes(trx, outcomes, clock());
+        await store.remove(trx, [...skippedIds]);
+        if (hardBounces.length > 0) await suppressions.add(trx, workspaceId, hardBounces, HARD_BOUNCE);
+        // The caller's counters move in the same commit as the rows they count.
+        await options.settle?.(trx, skipped.length);
+      });
+      const failed = outcomes.filter((o) => o.status === 'failed').length;
+      const result = { delivered: outcomes.length - failed, failed, skipped: skipped.length };
+      if (temporary !== null) {
+        const { message, retryAfterMs } = temporary as TemporaryDeliveryError;
+        throw new RetryJobLater(`temporary delivery failure: ${message}`, retryAfterMs ?? 60_000);
+      }
+      return result;
+    },
+
+    /** A campaign's message rendered for one contact, links signed, with nothing sent or stored. */
+    async preview(workspaceId: string, contact: ContactRow, content: MessageContent) {
+      const message: PendingMessage = {
+        id: uuidv7(),
+        workspace_id: workspaceId,
+        contact_id: contact.id,
+        campaign_id: null,
+        flow_id: null,
+        message_type: 'marketing',
+        to: contact.email,
+        status: 'queued',
+        contact: { email: contact.email, properties: contact.properties, subscription_status: contact.subscription_status },
+      };
+      const workspace = await workspaces.get(workspaceId);
+      const r = await render(message, content, await tracking.signerFor(workspaceId), { workspace: { name: workspace.name } });
+      return { to: contact.email, subject: r.subject, html: r.html, text: r.text ?? textFromHtml(r.html) };
+    },
+
+    async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<MessageRecord>> {
+      const filter = parseInput(messageListQuerySchema, query);
+      const { rows, total } = await store.list(knex, workspaceId, filter, paging);
+      return toPage(rows.map(withText), total, paging);
+    },
+
+    async get(workspaceId: string, id: string): Promise<MessageRecord> {
+      const record = await store.get(knex, workspaceId, id);
+      if (!record) throw new NotFoundError();
+      return withText(record);
+    },
+  };
+}
+
+export type MessageService = ReturnType<typeof createMessageService>;

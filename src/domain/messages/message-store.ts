@@ -1,0 +1,198 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/database.js';
+import { chunk, chunkSizeFor, valuesList } from '../db/bulk.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { NEWEST_FIRST, selectPage } from '../db/page.js';
+import type { Paging } from '../shared/paging.js';
+import { toIso } from '../shared/time.js';
+import type { MessageRecord, MessageStatus, MessageType } from './message.schema.js';
+
+/** A message about to be rendered, with what its template reads of the recipient. */
+export interface PendingMessage {
+  id: string;
+  workspace_id: string;
+  contact_id: string;
+  campaign_id: string | null;
+  flow_id: string | null;
+  message_type: MessageType;
+  to: string;
+  status: MessageStatus;
+  contact: { email: string; properties: Record<string, unknown>; subscription_status: string };
+}
+
+/** What became of a message: written for many messages in one statement. */
+export interface MessageOutcome {
+  id: string;
+  status: MessageStatus;
+  subject: string | null;
+  html: string | null;
+  text: string | null;
+  error: string | null;
+  sent_at: number | null;
+}
+
+/** A message as tracking reads it. */
+export interface TrackedMessage {
+  id: string;
+  workspace_id: string;
+  contact_id: string;
+  campaign_id: string | null;
+  flow_id: string | null;
+}
+
+const UNFINISHED: MessageStatus[] = ['queued', 'sending'];
+const DELIVERED: MessageStatus[] = ['sent', 'captured'];
+
+export function createMessageStore(dialect: Dialect) {
+  const toRecord = (row: Record<string, unknown>): MessageRecord => ({
+    id: row.id as string,
+    contact_id: row.contact_id as string,
+    campaign_id: (row.campaign_id as string | null) ?? null,
+    flow_id: (row.flow_id as string | null) ?? null,
+    enrollment_id: (row.enrollment_id as string | null) ?? null,
+    to: row.to_email as string,
+    subject: (row.subject as string | null) ?? null,
+    html: (row.html as string | null) ?? null,
+    text: (row.text as string | null) ?? null,
+    status: row.status as MessageStatus,
+    error: (row.error as string | null) ?? null,
+    sent_at: toIso(row.sent_at as number | null),
+    opened_at: toIso(row.opened_at as number | null),
+    clicked_at: toIso(row.clicked_at as number | null),
+    created_at: toIso(row.created_at as number)!,
+  });
+
+  return {
+    toRecord,
+
+    /**
+     * Fixes a campaign's recipients in one statement: a `queued` message for every subscribed contact whose
+     * address is not suppressed, numbered into batches of `batchSize`. The unique dedupe key (campaign ×
+     * contact) makes a second run add nobody. Returns how many messages the campaign has and its batch count.
+     */
+    async insertCampaignRecipients(
+      trx: Knex.Transaction,
+      args: { workspaceId: string; campaignId: string; batchSize: number; now: number },
+    ): Promise<{ recipients: number; batches: number }> {
+      await trx.raw(
+        `INSERT INTO messages (id, workspace_id, contact_id, campaign_id, dedupe_key, batch, message_type, to_email, status, created_at, updated_at)
+         SELECT ${dialect.newIdSql}, c.workspace_id, c.id, ?, ? || c.id, (ROW_NUMBER() OVER (ORDER BY c.id) - 1) / ?, 'marketing', c.email, 'queued', ?, ?
+         FROM contacts c
+         WHERE c.workspace_id = ? AND c.subscription_status = 'subscribed'
+           AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.workspace_id = c.workspace_id AND s.email_key = c.email_key)
+         ON CONFLICT (dedupe_key) DO NOTHING`,
+        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, args.now, args.now, args.workspaceId],
+      );
+      const row = await trx('messages')
+        .where({ campaign_id: args.campaignId })
+        .select(trx.raw('COUNT(*) AS n'), trx.raw('MAX(batch) AS last'))
+        .first();
+      const recipients = Number(row?.n ?? 0);
+      return { recipients, batches: recipients === 0 ? 0 : Number(row?.last) + 1 };
+    },
+
+    /** A campaign batch's messages that have not reached an end, with their recipients. */
+    async pendingInBatch(db: Db, campaignId: string, batch: number): Promise<PendingMessage[]> {
+      const rows = await db('messages as m')
+        .join('contacts as c', 'c.id', 'm.contact_id')
+        .where({ 'm.campaign_id': campaignId, 'm.batch': batch })
+        .whereIn('m.status', UNFINISHED)
+        .orderBy('m.id')
+        .select(
+          'm.id',
+          'm.workspace_id',
+          'm.contact_id',
+          'm.campaign_id',
+          'm.flow_id',
+          'm.message_type',
+          'm.to_email',
+          'm.status',
+          'c.email',
+          'c.properties',
+          'c.subscription_status',
+        );
+      return rows.map((row: Record<string, unknown>) => ({
+        id: row.id as string,
+        workspace_id: row.workspace_id as string,
+        contact_id: row.contact_id as string,
+        campaign_id: (row.campaign_id as string | null) ?? null,
+        flow_id: (row.flow_id as string | null) ?? null,
+        message_type: row.message_type as MessageType,
+        to: row.to_email as string,
+        status: row.status as MessageStatus,
+        contact: {
+          email: row.email as string,
+          properties: dialect.readJson<Record<string, unknown>>(row.properties) ?? {},
+          subscription_status: row.subscription_status as string,
+        },
+      }));
+    },
+
+    /** Writes what became of many messages, a statement per few hundred. */
+    async saveOutcomes(db: Db, outcomes: MessageOutcome[], now: number): Promise<void> {
+      for (const part of chunk(outcomes, chunkSizeFor(dialect, 8))) {
+        const table = valuesList(
+          ['VARCHAR(36)', 'VARCHAR(16)', 'TEXT', 'TEXT', 'TEXT', 'TEXT', 'BIGINT'],
+          part.map((o) => [o.id, o.status, o.subject, o.html, o.text, o.error, o.sent_at]),
+        );
+        await db.raw(
+          `WITH v (id, status, subject, html, text, error, sent_at) AS (${table.sql})
+           UPDATE messages SET status = v.status, subject = v.subject, html = v.html, text = v.text, error = v.error,
+             sent_at = v.sent_at, updated_at = ?
+           FROM v WHERE messages.id = v.id`,
+          [...table.bindings, now] as Knex.RawBinding[],
+        );
+      }
+    },
+
+    /** Recipients skipped by rule get no message row (reports count them as skipped). */
+    async remove(db: Db, ids: string[]): Promise<void> {
+      for (const part of chunk(ids, chunkSizeFor(dialect, 1))) await db('messages').whereIn('id', part).delete();
+    },
+
+    /** Whether any message of the campaign has not reached an end. */
+    async campaignUnfinished(db: Db, campaignId: string): Promise<boolean> {
+      return (await db('messages').where({ campaign_id: campaignId }).whereIn('status', UNFINISHED).first('id')) !== undefined;
+    },
+
+    async findForTracking(db: Db, id: string): Promise<TrackedMessage | null> {
+      const row = await db('messages').where({ id }).first('id', 'workspace_id', 'contact_id', 'campaign_id', 'flow_id');
+      return (row as TrackedMessage | undefined) ?? null;
+    },
+
+    /** Sets `opened_at` / `clicked_at` where still unset: they keep the first open and click. */
+    async markEngaged(db: Db, id: string, kind: 'open' | 'click', at: number): Promise<void> {
+      const column = kind === 'open' ? 'opened_at' : 'clicked_at';
+      await db('messages').where({ id }).whereNull(column).update({ [column]: at });
+    },
+
+    async get(db: Db, workspaceId: string, id: string): Promise<MessageRecord | null> {
+      const row = await db('messages').where({ workspace_id: workspaceId, id }).first();
+      return row ? toRecord(row) : null;
+    },
+
+    list: (db: Db, workspaceId: string, filter: { contact_id?: string; campaign_id?: string; flow_id?: string }, paging: Paging) =>
+      selectPage(db('messages').where({ workspace_id: workspaceId, ...filter }), NEWEST_FIRST, paging, toRecord),
+
+    /** Delivery and engagement counts of one campaign's or flow's messages. */
+    async counts(db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }) {
+      const row = await db('messages')
+        .where({ workspace_id: workspaceId, ...of })
+        .select(
+          db.raw(`SUM(CASE WHEN status IN ('${DELIVERED.join("','")}') THEN 1 ELSE 0 END) AS sent`),
+          db.raw(`SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed`),
+          db.raw('COUNT(opened_at) AS unique_opens'),
+          db.raw('COUNT(clicked_at) AS unique_clicks'),
+        )
+        .first();
+      return {
+        sent: Number(row?.sent ?? 0),
+        failed: Number(row?.failed ?? 0),
+        unique_opens: Number(row?.unique_opens ?? 0),
+        unique_clicks: Number(row?.unique_clicks ?? 0),
+      };
+    },
+  };
+}
+
+export type MessageStore = ReturnType<typeof createMessageStore>;

@@ -1,0 +1,152 @@
+import type { Knex } from 'knex';
+import type { AttributionService } from '../attribution/attribution-service.js';
+import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
+import type { EventService } from '../events/event-service.js';
+import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
+import type { MessageStore, TrackedMessage } from '../messages/message-store.js';
+import { systemClock, type Clock } from '../shared/time.js';
+import { rewriteLinks, withIdentityToken, withOpenPixel } from './link-rewriter.js';
+import {
+  MAX_TRACKED_URL_BYTES,
+  signTrackingToken,
+  verifyTrackingToken,
+  workspaceOfToken,
+  type TrackingKind,
+} from './tracking-token.js';
+
+interface EngagementWrite {
+  message: TrackedMessage;
+  kind: 'open' | 'click';
+  url: string | null;
+  at: number;
+}
+
+/** The contact a consent link was made for. */
+export interface ConsentSubject {
+  workspaceId: string;
+  contactId: string;
+}
+
+/**
+ * First-party open and click tracking (docs/email.md, Tracking): signed links and pixels in every sent
+ * message; a click or open becomes an engagement (what attribution credits), the message's first
+ * `opened_at` / `clicked_at`, and an `email_opened` / `email_clicked` event on the contact's timeline.
+ */
+export function createTrackingService(deps: {
+  knex: Knex;
+  writer: WriteBatcher;
+  baseUrl: string;
+  messageStore: MessageStore;
+  identityTokens: IdentityTokenService;
+  attribution: AttributionService;
+  events: EventService;
+  clock?: Clock;
+}) {
+  const { knex, writer, baseUrl, messageStore, identityTokens, attribution, events } = deps;
+  const clock = deps.clock ?? systemClock;
+
+  const recordEngagements: BatchHandler<EngagementWrite, void> = async (trx, writes) => {
+    await attribution.writeEngagements(
+      trx,
+      writes.map((w) => ({
+        workspaceId: w.message.workspace_id,
+        contactId: w.message.contact_id,
+        kind: w.kind,
+        campaignId: w.message.campaign_id ?? undefined,
+        flowId: w.message.flow_id ?? undefined,
+        messageId: w.message.id,
+        occurredAt: w.at,
+      })),
+    );
+    for (const w of writes) await messageStore.markEngaged(trx, w.message.id, w.kind, w.at);
+    await events.recordEvents(
+      trx,
+      writes.map((w) => ({
+        workspaceId: w.message.workspace_id,
+        owner: { contactId: w.message.contact_id },
+        eventName: w.kind === 'open' ? 'email_opened' : 'email_clicked',
+        properties: {
+          message_id: w.message.id,
+          ...(w.message.campaign_id ? { campaign_id: w.message.campaign_id } : { flow_id: w.message.flow_id }),
+          ...(w.url === null ? {} : { url: w.url }),
+        },
+        source: 'email',
+        occurredAt: w.at,
+        fireTrigger: true,
+        contactSource: 'email',
+      })),
+    );
+    return writes.map(() => undefined);
+  };
+
+  /** The claims of a token of this kind, checked against its workspace's secret; null when not ours. */
+  async function verify(token: string, kind: TrackingKind) {
+    const workspaceId = workspaceOfToken(token);
+    const secret = workspaceId === null ? null : await identityTokens.secretOf(workspaceId);
+    const claims = secret === null ? null : verifyTrackingToken(secret, token, kind);
+    return claims !== null && claims.workspaceId === workspaceId ? claims : null;
+  }
+
+  /** Records the engagement when its message still exists (an erased contact's messages are gone). */
+  async function engage(messageId: string, kind: 'open' | 'click', url: string | null): Promise<TrackedMessage | null> {
+    const message = await messageStore.findForTracking(knex, messageId);
+    if (message) await writer.submit(recordEngagements, { message, kind, url, at: clock() });
+    return message;
+  }
+
+  return {
+    /** Signs links, pixel and consent URLs for the messages of one workspace (one secret lookup). */
+    async signerFor(workspaceId: string) {
+      const secret = await identityTokens.secretOf(workspaceId);
+      if (secret === null) throw new Error(`workspace ${workspaceId} has no secret`);
+      const sign = (kind: TrackingKind, subjectId: string, url: string | null = null) =>
+        signTrackingToken(secret, { kind, workspaceId, subjectId, url });
+      return {
+        consentUrls(contactId: string) {
+          const token = sign('consent', contactId);
+          return { unsubscribe_url: `${baseUrl}/cp/unsubscribe/${token}`, preferences_url: `${baseUrl}/cp/preferences/${token}` };
+        },
+        /** Every http(s) link through /t/c/ except the message's own consent links; the pixel at the end. */
+        decorate(messageId: string, html: string): string {
+          const tracked = rewriteLinks(html, (url) =>
+            url.startsWith(`${baseUrl}/cp/`) || Buffer.byteLength(url) > MAX_TRACKED_URL_BYTES
+              ? null
+              : `${baseUrl}/t/c/${sign('click', messageId, url)}`,
+          );
+          return withOpenPixel(tracked, `${baseUrl}/t/o/${sign('open', messageId)}`);
+        },
+      };
+    },
+
+    /** GET /t/c/{token}: the URL to redirect to (with `_ir_id`), or null for a token that is not ours. */
+    async click(token: string): Promise<string | null> {
+      const claims = await verify(token, 'click');
+      if (claims === null || claims.url === null) return null;
+      const message = await engage(claims.subjectId, 'click', claims.url);
+      if (!message) return claims.url;
+      const identity = await identityTokens.mint(message.workspace_id, {
+        contactId: message.contact_id,
+        messageId: message.id,
+        ...(message.campaign_id ? { campaignId: message.campaign_id } : {}),
+        ...(message.flow_id ? { flowId: message.flow_id } : {}),
+      });
+      return withIdentityToken(claims.url, identity);
+    },
+
+    /** GET /t/o/{token}: whether the token was ours (the pixel answers either way it is valid). */
+    async open(token: string): Promise<boolean> {
+      const claims = await verify(token, 'open');
+      if (claims === null) return false;
+      await engage(claims.subjectId, 'open', null);
+      return true;
+    },
+
+    /** The contact a /cp/ link was made for; null for a token that is not ours. */
+    async consentSubject(token: string): Promise<ConsentSubject | null> {
+      const claims = await verify(token, 'consent');
+      return claims === null ? null : { workspaceId: claims.workspaceId, contactId: claims.subjectId };
+    },
+  };
+}
+
+export type TrackingService = ReturnType<typeof createTrackingService>;

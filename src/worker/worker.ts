@@ -1,0 +1,147 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { PermanentJobError, type Job, type JobHandlers, type JobQueue } from '../domain/jobs/job-queue.js';
+
+export interface WorkerOptions {
+  jobs: JobQueue;
+  handlers: JobHandlers;
+  /** Jobs run at once by this process. */
+  concurrency: number;
+  /** How often to look for jobs other processes enqueued (this process's own wake it at once). */
+  pollMs: number;
+  /** How long a claim holds; a running job renews it every third of that, a dead process's lapses. */
+  leaseMs: number;
+  /** Told of each job that failed (to log it). */
+  onFailure?: (job: Job, error: unknown, outcome: 'retried' | 'failed') => void;
+}
+
+export interface RunningWorker {
+  /** Stops claiming, lets the jobs in hand finish, resolves when they have. */
+  stop(): Promise<void>;
+}
+
+export const DEFAULT_WORKER = { concurrency: 4, pollMs: 500, leaseMs: 60_000 };
+
+const newOwner = () => `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+
+/**
+ * The worker host: claims due jobs and runs each through the handler of its kind (docs/worker.md). It knows
+ * job kinds, not rules. `untilIdle` (for `emk worker --once`) returns once nothing is due and nothing runs.
+ */
+function runLoop(options: WorkerOptions, untilIdle: boolean) {
+  const { jobs, handlers, concurrency, pollMs, leaseMs } = options;
+  const owner = newOwner();
+  const running = new Set<Promise<void>>();
+  let stopping = false;
+  let poked = false;
+  let wakeWaiter: (() => void) | null = null;
+  const poke = () => {
+    poked = true;
+    wakeWaiter?.();
+  };
+  const unsubscribe = jobs.onWake(poke);
+  let ran = 0;
+  let failed = 0;
+
+  async function runJob(job: Job): Promise<void> {
+    const renew = setInterval(() => void jobs.extendLease(job, owner, leaseMs).catch(() => {}), Math.max(50, leaseMs / 3));
+    try {
+      const handler = handlers[job.kind];
+      if (!handler) throw new PermanentJobError(`no handler for job kind "${job.kind}"`);
+      await handler(job);
+      await jobs.complete(job, owner);
+      ran += 1;
+    } catch (error) {
+      failed += 1;
+      const outcome = await jobs.fail(job, owner, error).catch(() => 'retried' as const);
+      options.onFailure?.(job, error, outcome);
+    } finally {
+      clearInterval(renew);
+    }
+  }
+
+  /** Until poked, a job finishes, or `ms` pass. */
+  function pause(ms: number): Promise<void> {
+    if (poked || stopping) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakeWaiter = null;
+        resolve();
+      }
+      wakeWaiter = done;
+    });
+  }
+
+  const loop = (async () => {
+    try {
+      while (!stopping) {
+        poked = false;
+        const free = concurrency - running.size;
+        let claimed: Job[] = [];
+        if (free > 0) {
+          try {
+            claimed = await jobs.claim(owner, free, leaseMs);
+          } catch (error) {
+            // The database is away (a restart, a lock storm): look again after a poll.
+            if (untilIdle) throw error;
+          }
+        }
+        for (const job of claimed) {
+          const run: Promise<void> = runJob(job).finally(() => {
+            running.delete(run);
+            poke();
+          });
+          running.add(run);
+        }
+        if (claimed.length > 0 && claimed.length === free) continue;
+        if (untilIdle && claimed.length === 0) {
+          if (running.size === 0) break;
+          await Promise.race(running);
+          continue;
+        }
+        const dueIn = running.size >= concurrency ? pollMs : await jobs.nextDueIn().catch(() => null);
+        await pause(Math.min(pollMs, dueIn ?? pollMs));
+      }
+      await Promise.all(running);
+    } finally {
+      unsubscribe();
+    }
+    return { ran, failed };
+  })();
+
+  return {
+    loop,
+    stop: async () => {
+      stopping = true;
+      wakeWaiter?.();
+      await loop.catch(() => {});
+    },
+  };
+}
+
+export function startWorker(options: WorkerOptions): RunningWorker {
+  const { stop } = runLoop(options, false);
+  return { stop };
+}
+
+/** `emk worker --once`: runs every job due now (and those they enqueue for now), then returns. */
+export function runDueJobs(options: WorkerOptions): Promise<{ ran: number; failed: number }> {
+  return runLoop(options, true).loop;
+}
+
+/** The worker options for a process's services: every noun's handlers, this process's concurrency. */
+export function workerOptionsFor(
+  services: { jobs: JobQueue; jobHandlers: JobHandlers },
+  overrides: Partial<Omit<WorkerOptions, 'jobs' | 'handlers'>> = {},
+): WorkerOptions {
+  return {
+    jobs: services.jobs,
+    handlers: services.jobHandlers,
+    ...DEFAULT_WORKER,
+    onFailure: (job, error, outcome) =>
+      process.stderr.write(`emk worker: job ${job.id} (${job.kind}) attempt ${job.attempt} ${outcome}: ${error instanceof Error ? error.message : String(error)}\n`),
+    ...overrides,
+  };
+}
