@@ -63,7 +63,7 @@ export interface RenderRecipient {
 /** A parsed template, reusable for every recipient. */
 export type CompiledTemplate = Template[];
 
-export const MAX_BLOCK_LIMIT = 50;
+const MAX_BLOCK_LIMIT = 50;
 const DEFAULT_BLOCK_LIMIT = 4;
 
 /** Parsed templates kept: a send renders one template for all its recipients, so a few hundred is plenty. */
