@@ -51,7 +51,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     bodyLimit: BODY_LIMIT_BYTES,
     // Tracking tokens carry the link they lead to (up to 2,000 bytes): longer than the router's default of 100.
-    maxParamLength: 3_000,
+    routerOptions: { maxParamLength: 3_000 },
     trustProxy: config.trustProxy,
     genReqId: requestIdOf,
     // Draining is answered by the DrainGate, with the body and Retry-After the contract asks for.

@@ -40,7 +40,7 @@ export function createSuppressionStore(dialect: Dialect) {
 
     list: (db: Db, workspaceId: string, paging: Paging) =>
       selectPage(
-        db('suppressions').where({ workspace_id: workspaceId }).select('email', 'reason', 'created_at', 'email_key'),
+        db('suppressions').where({ workspace_id: workspaceId }),
         [
           { column: 'created_at', order: 'desc' },
           { column: 'email_key', order: 'asc' },
