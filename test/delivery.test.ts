@@ -24,6 +24,14 @@ async function startSmtpServer(options: { auth?: { user: string; pass: string } 
       if (options.auth && auth.username === options.auth.user && auth.password === options.auth.pass) return callback(null, { user: auth.username });
       return callback(new Error('Invalid username or password'));
     },
+    onMailFrom(address, _session, callback) {
+      if (address.address === 'refused-sender@shop.test') {
+        const error = new Error('sender not allowed') as Error & { responseCode: number };
+        error.responseCode = 550;
+        return callback(error);
+      }
+      return callback();
+    },
     onRcptTo(address, _session, callback) {
       const code = answers.get(address.address.toLowerCase());
       if (code === undefined) return callback();
@@ -83,7 +91,7 @@ it('the SMTP transport: headers, text part, same Message-ID on a second hand-ove
   }
 });
 
-it('a 5xx is a permanent failure, a 4xx and a refused connection are temporary', async () => {
+it('a 5xx to RCPT TO is a permanent failure; a 4xx, a 5xx to MAIL FROM and a refused connection are temporary', async () => {
   const transport = createSmtpTransport({ url: smtp.url, ratePerSecond: 0, maxConnections: 1 });
   smtp.answers.set('gone@example.com', 550);
   smtp.answers.set('busy@example.com', 451);
@@ -92,6 +100,8 @@ it('a 5xx is a permanent failure, a 4xx and a refused connection are temporary',
     expect(gone).toMatchObject({ status: 'failed', permanent: true });
     expect((gone as { error: string }).error).toMatch(/^550 /);
     await expect(transport.deliver(mail({ to: 'busy@example.com' }))).rejects.toBeInstanceOf(TemporaryDeliveryError);
+    // A 5xx about our sender (or our login) is not the recipient's fault: retried, never a hard bounce.
+    await expect(transport.deliver(mail({ from: { email: 'refused-sender@shop.test', name: null } }))).rejects.toBeInstanceOf(TemporaryDeliveryError);
   } finally {
     await transport.close();
   }
@@ -113,10 +123,17 @@ it('the send rate caps messages per second; credentials in the URL authenticate'
     expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(900);
   } finally {
     await transport.close();
+  }
+  const guardedUrlWithWrongPassword = guarded.url.replace('emk:s3cret@', 'emk:wrong@');
+  const wrong = createSmtpTransport({ url: guardedUrlWithWrongPassword, ratePerSecond: 0, maxConnections: 1 });
+  try {
+    // A wrong password (535 to AUTH) is our configuration's fault: temporary, and nothing arrives.
+    await expect(wrong.deliver(mail())).rejects.toBeInstanceOf(TemporaryDeliveryError);
+    expect(guarded.arrived).toHaveLength(10);
+  } finally {
+    await wrong.close();
     await guarded.close();
   }
-  const wrong = createSmtpTransport({ url: smtp.url.replace('smtp://', 'smtp://emk:wrong@'), ratePerSecond: 0, maxConnections: 1 });
-  await wrong.close();
 });
 
 it('configuration: EMK_SMTP_URL scheme, rate and pool bounds', () => {

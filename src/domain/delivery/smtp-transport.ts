@@ -2,6 +2,8 @@ import nodemailer from 'nodemailer';
 import { messageIdHeader, TemporaryDeliveryError, textFromHtml, type DeliveryResult, type OutgoingMail } from './mail.js';
 import type { Transport } from './transport.js';
 
+const RECIPIENT_COMMANDS = new Set(['RCPT TO', 'DATA']);
+
 /** Connection-level failures: the relay was not reached or dropped us; the mail may go later. */
 const TEMPORARY_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 'ECONNREFUSED', 'ECONNRESET', 'EPROTOCOL', 'ETLS', 'EAUTH']);
 
@@ -38,8 +40,16 @@ export function createSmtpTransport(options: { url: string; ratePerSecond: numbe
         });
         return { status: 'sent' };
       } catch (error) {
-        const { responseCode, response, code, message } = error as { responseCode?: number; response?: string; code?: string; message?: string };
-        if (typeof responseCode === 'number' && responseCode >= 500 && responseCode < 600) {
+        const { responseCode, response, code, message, command } = error as {
+          responseCode?: number;
+          response?: string;
+          code?: string;
+          message?: string;
+          command?: string;
+        };
+        // Only a 5xx to RCPT TO or DATA refuses this recipient. A 5xx to the greeting, AUTH or MAIL FROM is about our
+        // relay settings or sender and must not suppress the address; 503 only says the session was out of step.
+        if (typeof responseCode === 'number' && responseCode >= 500 && responseCode !== 503 && RECIPIENT_COMMANDS.has(command ?? '')) {
           return { status: 'failed', permanent: true, error: `${responseCode} ${(response ?? message ?? '').trim()}`.slice(0, 300) };
         }
         if ((typeof responseCode === 'number' && responseCode >= 400) || (code !== undefined && TEMPORARY_CODES.has(code))) {
