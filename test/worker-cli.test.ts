@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { expect, it } from 'vitest';
+import { eventually } from './helpers/browser.js';
 import { EMK_BIN, runEmk } from './helpers/cli.js';
 import { describeEachDatabase, NO_LIMITS, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
@@ -63,11 +64,7 @@ describeEachDatabase('the worker from the command line', (h) => {
     try {
       const reply = await fetch(`http://127.0.0.1:${server.port}/api/v1/campaigns/${id}/send`, { method: 'POST', headers: { 'x-api-key': ws.apiKey } });
       expect(reply.status).toBe(202);
-      const deadline = Date.now() + 10_000;
-      while ((await api(ws, 'GET', `/campaigns/${id}`)).json().status !== 'sent') {
-        if (Date.now() > deadline) throw new Error('the in-process worker did not send');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await eventually(async () => (await api(ws, 'GET', `/campaigns/${id}`)).json().status, (status) => status === 'sent');
       expect((await messagesOf(ws, `campaign_id=${id}`)).every((m) => m.status === 'captured')).toBe(true);
     } finally {
       server.child.kill('SIGTERM');

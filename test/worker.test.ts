@@ -3,16 +3,8 @@ import { backoffMs, createJobQueue, PermanentJobError, RetryJobLater, type Job }
 import { createJobStore } from '../src/domain/jobs/job-store.js';
 import { openDatabase } from '../src/domain/db/database.js';
 import { runDueJobs, startWorker } from '../src/worker/worker.js';
+import { eventually } from './helpers/browser.js';
 import { describeEachDatabase } from './helpers/harness.js';
-
-/** Resolves once `check` holds, polling every 10 ms (fails the test after 10 s). */
-async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 
 describeEachDatabase('the durable worker', (h) => {
   const jobs = () => h().services.jobs;
@@ -64,19 +56,22 @@ describeEachDatabase('the durable worker', (h) => {
     expect((await jobs().failed(100)).some((f) => f.id === Number(first.id) && f.last_error === 'relay down')).toBe(true);
   });
 
-  it('a permanent failure gives up at once; RetryJobLater sets the next run itself', async () => {
+  it('a permanent failure gives up at once; RetryJobLater delays the next run at least as asked, backing off still', async () => {
     const permanent = kind();
     const later = kind();
+    const soon = kind();
     await enqueue(permanent);
     await enqueue(later);
+    await enqueue(soon);
     const before = Date.now();
     await runDueJobs({
       jobs: jobs(),
       handlers: {
         [permanent]: async () => Promise.reject(new PermanentJobError('bad payload')),
         [later]: async () => Promise.reject(new RetryJobLater('try in an hour', 3_600_000)),
+        [soon]: async () => Promise.reject(new RetryJobLater('try in 10 ms', 10)),
       },
-      concurrency: 2,
+      concurrency: 3,
       pollMs: 50,
       leaseMs: 5_000,
     });
@@ -84,6 +79,8 @@ describeEachDatabase('the durable worker', (h) => {
     const [row] = await rowsOf(later);
     expect(row.failed_at).toBeNull();
     expect(Number(row.run_at)).toBeGreaterThanOrEqual(before + 3_600_000);
+    // The asked delay is a floor, not a bypass of back-off.
+    expect(Number((await rowsOf(soon))[0].run_at)).toBeGreaterThanOrEqual(before + 1_000);
   });
 
   it('back-off doubles per attempt, with jitter, up to an hour', () => {
@@ -100,7 +97,7 @@ describeEachDatabase('the durable worker', (h) => {
     expect(claimed).toBeDefined();
     // Held: nobody else gets it.
     expect((await jobs().claim('other', 10, 200)).filter((j) => j.kind === k)).toHaveLength(0);
-    await until(async () => Number((await rowsOf(k))[0].locked_until) < Date.now(), 'the lease to lapse');
+    await eventually(async () => Number((await rowsOf(k))[0].locked_until) < Date.now(), Boolean);
     const [again] = (await jobs().claim('survivor', 10, 5_000)).filter((j) => j.kind === k);
     expect(again?.id).toBe(claimed!.id);
     expect(again?.attempt).toBe(2);
@@ -125,12 +122,12 @@ describeEachDatabase('the durable worker', (h) => {
       pollMs: 50,
       leaseMs: 150,
     });
-    await until(() => started, 'the job to start');
+    await eventually(() => started, Boolean);
     // Three leases later the job is still this worker's: nobody else can claim it.
     await new Promise((resolve) => setTimeout(resolve, 450));
     expect((await jobs().claim('intruder', 10, 1_000)).filter((j) => j.kind === k)).toHaveLength(0);
     release();
-    await until(async () => (await rowsOf(k)).length === 0, 'the job to complete');
+    await eventually(async () => (await rowsOf(k)).length === 0, Boolean);
     await worker.stop();
   });
 
@@ -142,7 +139,7 @@ describeEachDatabase('the durable worker', (h) => {
     await new Promise((resolve) => setTimeout(resolve, 100));
     const enqueuedAt = Date.now();
     await enqueue(k);
-    await until(() => ran.length === 1, 'the job to run');
+    await eventually(() => ran.length === 1, Boolean);
     expect(ran[0]! - enqueuedAt).toBeLessThan(5_000);
     await worker.stop();
   });
@@ -156,7 +153,7 @@ describeEachDatabase('the durable worker', (h) => {
     try {
       const otherQueue = createJobQueue({ db: other, store: createJobStore(other.dialect) });
       await other.writeTransaction((trx) => otherQueue.enqueue(trx, [{ kind: k, payload: { name: 'now' } }, { kind: k, payload: { name: 'soon' }, runAt: Date.now() + 300 }]));
-      await until(() => ran.length === 2, 'both jobs');
+      await eventually(() => ran.length === 2, Boolean);
       expect(ran).toEqual(['now', 'soon']);
     } finally {
       await other.close();
@@ -180,7 +177,7 @@ describeEachDatabase('the durable worker', (h) => {
       pollMs: 50,
       leaseMs: 5_000,
     });
-    await until(() => ran.length === 1, 'the first job');
+    await eventually(() => ran.length === 1, Boolean);
     const stopped = worker.stop();
     release();
     await stopped;

@@ -20,7 +20,7 @@ export interface JobToEnqueue {
 /** A failure that no retry can mend: the job is kept as failed at once. */
 export class PermanentJobError extends Error {}
 
-/** A failure worth trying again later, at a time the handler knows (a relay's Retry-After). */
+/** A failure worth trying again no sooner than the handler says (a relay's Retry-After), backing off from there. */
 export class RetryJobLater extends Error {
   constructor(
     message: string,
@@ -91,7 +91,9 @@ export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Cl
       const now = clock();
       const message = error instanceof Error ? error.message : String(error);
       const giveUp = error instanceof PermanentJobError || job.attempt >= job.maxAttempts;
-      const delay = error instanceof RetryJobLater ? error.delayMs : backoffMs(job.attempt - 1);
+      // A handler's own delay is a floor: repeated temporary failures still back off.
+      const backoff = backoffMs(job.attempt - 1);
+      const delay = error instanceof RetryJobLater ? Math.max(error.delayMs, backoff) : backoff;
       await store.release(db.knex, job.id, owner, message.slice(0, 2000), giveUp ? null : now + delay, now);
       return giveUp ? 'failed' : 'retried';
     },

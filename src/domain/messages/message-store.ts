@@ -160,10 +160,19 @@ export function createMessageStore(dialect: Dialect) {
       return (row as TrackedMessage | undefined) ?? null;
     },
 
-    /** Sets `opened_at` / `clicked_at` where still unset: they keep the first open and click. */
-    async markEngaged(db: Db, id: string, kind: 'open' | 'click', at: number): Promise<void> {
+    /**
+     * Sets `opened_at` / `clicked_at` where still unset (they keep the first open and click): one statement for
+     * a group commit's engagements of a kind, each message taking its earliest time in the group.
+     */
+    async markEngaged(db: Db, kind: 'open' | 'click', firsts: Array<{ id: string; at: number }>): Promise<void> {
       const column = kind === 'open' ? 'opened_at' : 'clicked_at';
-      await db('messages').where({ id }).whereNull(column).update({ [column]: at });
+      for (const part of chunk(firsts, chunkSizeFor(dialect, 2))) {
+        const table = valuesList(['VARCHAR(36)', 'BIGINT'], part.map((f) => [f.id, f.at]));
+        await db.raw(
+          `WITH v (id, at) AS (${table.sql}) UPDATE messages SET ${column} = v.at FROM v WHERE messages.id = v.id AND messages.${column} IS NULL`,
+          table.bindings as Knex.RawBinding[],
+        );
+      }
     },
 
     async get(db: Db, workspaceId: string, id: string): Promise<MessageRecord | null> {

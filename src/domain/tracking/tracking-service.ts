@@ -58,7 +58,11 @@ export function createTrackingService(deps: {
         occurredAt: w.at,
       })),
     );
-    for (const w of writes) await messageStore.markEngaged(trx, w.message.id, w.kind, w.at);
+    for (const kind of ['open', 'click'] as const) {
+      const firsts = new Map<string, number>();
+      for (const w of writes) if (w.kind === kind) firsts.set(w.message.id, Math.min(w.at, firsts.get(w.message.id) ?? Infinity));
+      if (firsts.size > 0) await messageStore.markEngaged(trx, kind, [...firsts].map(([id, at]) => ({ id, at })));
+    }
     await events.recordEvents(
       trx,
       writes.map((w) => ({
