@@ -18,6 +18,7 @@ import * as createProductActivity from './202611211401_create_product_activity.j
 import * as createProductPairTotals from './202611211402_create_product_pair_totals.js';
 import * as createJobs from './202611241000_create_jobs.js';
 import * as createCampaignsAndMessages from './202611241001_create_campaigns_and_messages.js';
+import * as createFlows from './202611241100_create_flows.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -48,4 +49,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611211402_create_product_pair_totals', createProductPairTotals],
   ['202611241000_create_jobs', createJobs],
   ['202611241001_create_campaigns_and_messages', createCampaignsAndMessages],
+  ['202611241100_create_flows', createFlows],
 ];

@@ -33,6 +33,7 @@ import { createSettingsStore } from './settings/settings-store.js';
 import { createShipmentService } from './shipments/shipment-service.js';
 import { createShipmentStore } from './shipments/shipment-store.js';
 import { createTriggerOutbox } from './triggers/trigger-outbox.js';
+import { createTriggerDispatcher } from './triggers/trigger-dispatcher.js';
 import { createWebhookDeliveryStore } from './webhook/webhook-delivery-store.js';
 import { createWebhookService } from './webhook/webhook-service.js';
 import { createWorkspaceService } from './workspaces/workspace-service.js';
@@ -88,7 +89,9 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     writeTransaction: db.writeTransaction,
     store: productActivityStore,
   });
-  const outbox = createTriggerOutbox(dialect);
+  const jobs = createJobQueue({ db, store: createJobStore(dialect) });
+  // A committed fact wakes this process's worker at once (other processes' find it by their poll).
+  const outbox = createTriggerOutbox(dialect, { onCommit: jobs.wake });
   const apiKeys = createApiKeyService({ knex, store: createApiKeyStore(), writeTransaction: db.writeTransaction, clock });
   const integrations = createIntegrationService({
     knex,
@@ -190,7 +193,6 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     applyProductEvent: products.applyWebhookEvent,
     resolveIdentityToken: (trx, workspaceId, token) => identityTokens.resolve(workspaceId, token, trx),
   });
-  const jobs = createJobQueue({ db, store: createJobStore(dialect) });
   const suppressions = createSuppressionService({
     knex,
     writeTransaction: db.writeTransaction,
@@ -237,6 +239,14 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     orderStore,
     attributionStore,
   });
+  // The outbox consumer: each noun that acts on trigger facts (flows, segments) is one consumer.
+  const dispatcher = createTriggerDispatcher({
+    db,
+    outbox,
+    consumers: [],
+    onFailure: (fact, error) =>
+      process.stderr.write(`emk worker: trigger fact ${fact.id} (${fact.triggerType}) set aside: ${error instanceof Error ? error.message : String(error)}\n`),
+  });
   const reports = createReportService({ knex, orderStore, campaignStore });
   const consent = createConsentService({ knex, tracking, contactStore, contacts, workspaces });
 
@@ -270,6 +280,9 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     jobs,
     /** What the worker runs, by job kind: each noun's handlers. */
     jobHandlers: { ...campaigns.handlers },
+    /** What the worker drains before each claim: the trigger outbox. */
+    workerPumps: [() => dispatcher.drainOnce()],
+    dispatcher,
     suppressions,
     templates,
     messages,

@@ -11,6 +11,11 @@ export interface WorkerOptions {
   pollMs: number;
   /** How long a claim holds; a running job renews it every third of that, a dead process's lapses. */
   leaseMs: number;
+  /**
+   * Drains run before each claim (the trigger outbox): each returns how much it did and is called again until
+   * it does nothing. They are woken like jobs: by this process's commits and by the poll.
+   */
+  pumps?: Array<() => Promise<number>>;
   /** Told of each job that failed (to log it). */
   onFailure?: (job: Job, error: unknown, outcome: 'retried' | 'failed') => void;
 }
@@ -30,6 +35,7 @@ const newOwner = () => `${hostname()}:${process.pid}:${randomBytes(4).toString('
  */
 function runLoop(options: WorkerOptions, untilIdle: boolean) {
   const { jobs, handlers, concurrency, pollMs, leaseMs } = options;
+  const pumps = options.pumps ?? [];
   const owner = newOwner();
   const running = new Set<Promise<void>>();
   let stopping = false;
@@ -60,6 +66,15 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
     }
   }
 
+  /** Runs every pump until it has nothing left; how much they did. */
+  async function pumpAll(): Promise<number> {
+    let total = 0;
+    for (const pump of pumps) {
+      for (let n = await pump(); n > 0 && !stopping; n = await pump()) total += n;
+    }
+    return total;
+  }
+
   /** Until poked, a job finishes, or `ms` pass. */
   function pause(ms: number): Promise<void> {
     if (poked || stopping) return Promise.resolve();
@@ -78,6 +93,12 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
     try {
       while (!stopping) {
         poked = false;
+        let pumped = 0;
+        try {
+          pumped = await pumpAll();
+        } catch (error) {
+          if (untilIdle) throw error;
+        }
         const free = concurrency - running.size;
         let claimed: Job[] = [];
         if (free > 0) {
@@ -97,6 +118,7 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
         }
         if (claimed.length > 0 && claimed.length === free) continue;
         if (untilIdle && claimed.length === 0) {
+          if (pumped > 0) continue;
           if (running.size === 0) break;
           await Promise.race(running);
           continue;
@@ -131,14 +153,15 @@ export function runDueJobs(options: WorkerOptions): Promise<{ ran: number; faile
   return runLoop(options, true).loop;
 }
 
-/** The worker options for a process's services: every noun's handlers, this process's concurrency. */
+/** The worker options for a process's services: every noun's handlers and drains, this process's concurrency. */
 export function workerOptionsFor(
-  services: { jobs: JobQueue; jobHandlers: JobHandlers },
+  services: { jobs: JobQueue; jobHandlers: JobHandlers; workerPumps: Array<() => Promise<number>> },
   overrides: Partial<Omit<WorkerOptions, 'jobs' | 'handlers'>> = {},
 ): WorkerOptions {
   return {
     jobs: services.jobs,
     handlers: services.jobHandlers,
+    pumps: services.workerPumps,
     ...DEFAULT_WORKER,
     onFailure: (job, error, outcome) =>
       process.stderr.write(`emk worker: job ${job.id} (${job.kind}) attempt ${job.attempt} ${outcome}: ${error instanceof Error ? error.message : String(error)}\n`),

@@ -1,23 +1,38 @@
 import type { Knex } from 'knex';
-import { insertRows } from '../db/bulk.js';
+import type { Db } from '../db/database.js';
+import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 
 /**
- * Flow triggers of the spec's "Flow triggers and effects" table. `event` carries the event name (standard or
- * custom); the others are named by their type.
+ * Facts the automation engine consumes (docs/flows.md). The flow triggers of the spec's "Flow triggers and
+ * effects" table: `event` carries the event name (standard or custom); `cart` feeds abandoned-cart flows.
+ * `segment_entered` is written when a contact enters a segment; `contact_changed` (properties, status, order
+ * totals) only re-evaluates segments and fires no flow.
  */
-export type TriggerType = 'event' | 'shipping_information' | 'order_placed' | 'order_updated' | 'cart';
+export type TriggerType =
+  | 'event'
+  | 'shipping_information'
+  | 'order_placed'
+  | 'order_updated'
+  | 'cart'
+  | 'segment_entered'
+  | 'contact_changed';
 
 export interface TriggerFact {
   workspaceId: string;
   triggerType: TriggerType;
   eventName?: string | null;
   contactId: string | null;
-  subjectType: 'event' | 'order' | 'cart' | 'shipment';
+  subjectType: 'event' | 'order' | 'cart' | 'shipment' | 'segment' | 'contact';
   subjectId: string;
   source?: string | null;
   payload?: Record<string, unknown>;
   at: number;
+}
+
+/** A fact as the outbox stored it: `id` orders facts and names the trigger fact of an enrolment. */
+export interface OutboxFact extends TriggerFact {
+  id: number;
 }
 
 /** The trigger an event fires: `shipping_information` has its own, every other name the event trigger. */
@@ -28,11 +43,26 @@ export function triggerTypeForEvent(eventName: string): TriggerType {
 /**
  * Records fired triggers in the durable outbox. Callers pass their own transaction, so the trigger is stored
  * exactly when the fact that fires it is: nothing is lost if the process dies after replying, and nothing
- * fires for a write that rolled back. The flow engine consumes the rows.
+ * fires for a write that rolled back. Once the transaction commits, this process's worker is woken
+ * (`onCommit`); workers of other processes find the facts by their short poll.
  */
-export function createTriggerOutbox(dialect: Dialect) {
+export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () => void } = {}) {
+  const toFact = (row: Record<string, unknown>): OutboxFact => ({
+    id: Number(row.id),
+    workspaceId: row.workspace_id as string,
+    triggerType: row.trigger_type as TriggerType,
+    eventName: (row.event_name as string | null) ?? null,
+    contactId: (row.contact_id as string | null) ?? null,
+    subjectType: row.subject_type as TriggerFact['subjectType'],
+    subjectId: row.subject_id as string,
+    source: (row.source as string | null) ?? null,
+    payload: dialect.readJson<Record<string, unknown>>(row.payload) ?? {},
+    at: dialect.readNumber(row.created_at),
+  });
+
   return {
     async record(trx: Knex.Transaction, facts: TriggerFact[]): Promise<void> {
+      if (facts.length === 0) return;
       await insertRows(
         trx,
         dialect,
@@ -50,16 +80,28 @@ export function createTriggerOutbox(dialect: Dialect) {
           processed_at: null,
         })),
       );
+      if (options.onCommit) trx.executionPromise.then(options.onCommit, () => {});
     },
 
-    /** Pending triggers, oldest first (what the flow engine will consume). */
-    async pending(db: Knex | Knex.Transaction, workspaceId: string, limit = 100) {
-      const rows = await db('trigger_outbox')
-        .where({ workspace_id: workspaceId })
-        .whereNull('processed_at')
-        .orderBy('id')
-        .limit(limit);
-      return rows.map((row) => ({ ...row, payload: dialect.readJson<Record<string, unknown>>(row.payload) }));
+    /** Whether any fact waits (a read, so an idle worker's poll takes no write lock). */
+    async hasPending(db: Db): Promise<boolean> {
+      return (await db('trigger_outbox').whereNull('processed_at').first('id')) !== undefined;
+    },
+
+    /**
+     * Takes the oldest unprocessed facts for this transaction: PostgreSQL passes over facts another process
+     * is taking, so processes share the outbox without waiting; SQLite's one writer takes them in order.
+     */
+    async claim(trx: Knex.Transaction, limit: number): Promise<OutboxFact[]> {
+      const rows = await dialect.forUpdateSkipLocked(trx('trigger_outbox').whereNull('processed_at').orderBy('id').limit(limit));
+      return rows.map(toFact);
+    },
+
+    /** Marks facts consumed (with the error that made one be given up, if any), in the consuming transaction. */
+    async markProcessed(db: Db, ids: number[], now: number, error: string | null = null): Promise<void> {
+      for (const part of chunk(ids, chunkSizeFor(dialect, 1))) {
+        await db('trigger_outbox').whereIn('id', part).update({ processed_at: now, ...(error === null ? {} : { error: error.slice(0, 2000) }) });
+      }
     },
   };
 }
