@@ -51,7 +51,13 @@ import { createTrackingService } from './tracking/tracking-service.js';
 import { createCampaignStore } from './campaigns/campaign-store.js';
 import { createCampaignService } from './campaigns/campaign-service.js';
 import { createReportService } from './reports/report-service.js';
+import { createSendReports } from './reports/send-report.js';
 import { createConsentService } from './consent/consent-service.js';
+import { createFlowStore } from './flows/flow-store.js';
+import { createFlowEngine } from './flows/flow-engine.js';
+import { createFlowService } from './flows/flow-service.js';
+import { createTriggerContexts } from './flows/trigger-context.js';
+import { ValidationError } from './errors.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -182,7 +188,8 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     outbox,
     activity: productActivity,
   });
-  const carts = createCartService({ store: createCartStore(dialect), outbox });
+  const cartStore = createCartStore(dialect);
+  const carts = createCartService({ store: cartStore, outbox });
   const webhook = createWebhookService({
     writer,
     deliveryStore: createWebhookDeliveryStore(),
@@ -227,6 +234,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     baseUrl: email.baseUrl,
   });
   const campaignStore = createCampaignStore(dialect);
+  const sendReport = createSendReports({ messageStore, attributionStore, orderStore });
   const campaigns = createCampaignService({
     knex,
     writeTransaction: db.writeTransaction,
@@ -236,18 +244,47 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     templates,
     jobs,
     contactStore,
-    orderStore,
-    attributionStore,
+    sendReport,
+  });
+  // Until segments land: no filters, no segment triggers.
+  const flowSegments = {
+    checkConditions: (): never => {
+      throw new ValidationError('invalid request: filters are not supported yet');
+    },
+    exists: async () => false,
+    matching: async () => new Set<string>(),
+  };
+  const flowStore = createFlowStore(dialect);
+  const flowEngine = createFlowEngine({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: flowStore,
+    outbox,
+    jobs,
+    contexts: createTriggerContexts({ eventStore, orderStore, cartStore }),
+    contactStore,
+    messageStore,
+    messages,
+    filters: flowSegments.matching,
+  });
+  const flows = createFlowService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: flowStore,
+    engine: flowEngine,
+    templates,
+    segments: flowSegments,
+    sendReport,
   });
   // The outbox consumer: each noun that acts on trigger facts (flows, segments) is one consumer.
   const dispatcher = createTriggerDispatcher({
     db,
     outbox,
-    consumers: [],
+    consumers: [flowEngine.consumeFacts],
     onFailure: (fact, error) =>
       process.stderr.write(`emk worker: trigger fact ${fact.id} (${fact.triggerType}) set aside: ${error instanceof Error ? error.message : String(error)}\n`),
   });
-  const reports = createReportService({ knex, orderStore, campaignStore });
+  const reports = createReportService({ knex, orderStore, campaignStore, flowStore });
   const consent = createConsentService({ knex, tracking, contactStore, contacts, workspaces });
 
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
@@ -279,7 +316,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     rateLimiter,
     jobs,
     /** What the worker runs, by job kind: each noun's handlers. */
-    jobHandlers: { ...campaigns.handlers },
+    jobHandlers: { ...campaigns.handlers, ...flowEngine.handlers },
     /** What the worker drains before each claim: the trigger outbox. */
     workerPumps: [() => dispatcher.drainOnce()],
     dispatcher,
@@ -288,6 +325,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     messages,
     tracking,
     campaigns,
+    flows,
     reports,
     consent,
     /** Finishes pending writes, then closes the relay's connections and the database. Safe to call more than once. */

@@ -3,7 +3,7 @@ import type { Harness, TestWorkspace } from './harness.js';
 
 /** What tests of the sending half share: contacts, a campaign, its send, and the worker run to the end. */
 export function sendingHelpers(h: () => Harness) {
-  const api = (ws: TestWorkspace, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, json?: unknown) =>
+  const api = (ws: TestWorkspace, method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, json?: unknown) =>
     h().request({ method, url: `/api/v1${url}`, key: ws.apiKey, ...(json === undefined ? {} : { json }) });
 
   let contactCount = 0;

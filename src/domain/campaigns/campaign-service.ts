@@ -1,12 +1,11 @@
 import type { Knex } from 'knex';
-import type { AttributionStore } from '../attribution/attribution-store.js';
 import type { ContactStore } from '../contacts/contact-store.js';
 import type { Database } from '../db/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Job, JobHandlers, JobQueue } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
 import type { MessageStore } from '../messages/message-store.js';
-import type { OrderStore } from '../orders/order-store.js';
+import type { SendReports } from '../reports/send-report.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
@@ -41,11 +40,10 @@ export function createCampaignService(deps: {
   templates: Templates;
   jobs: JobQueue;
   contactStore: ContactStore;
-  orderStore: OrderStore;
-  attributionStore: AttributionStore;
+  sendReport: SendReports;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, messageStore, messages, templates, jobs, contactStore, orderStore, attributionStore } = deps;
+  const { knex, writeTransaction, store, messageStore, messages, templates, jobs, contactStore, sendReport } = deps;
   const clock = deps.clock ?? systemClock;
 
   function checkTemplates(fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) {
@@ -189,10 +187,7 @@ export function createCampaignService(deps: {
 
     async report(workspaceId: string, id: string): Promise<SendReport> {
       const row = await load(knex, workspaceId, id);
-      const counts = await messageStore.counts(knex, workspaceId, { campaign_id: id });
-      const engagement = await attributionStore.engagementCounts(knex, workspaceId, { campaign_id: id });
-      const revenue = await orderStore.attributedTotals(knex, workspaceId, { campaignId: id });
-      return { ...counts, skipped: row.skipped, ...engagement, ...revenue };
+      return { ...(await sendReport(knex, workspaceId, { campaign_id: id })), skipped: row.skipped };
     },
 
     /** POST /campaigns/{id}/preview: the message as this contact would get it; nothing is sent or stored. */

@@ -14,6 +14,15 @@ export interface CartFields {
   updated_at: number;
 }
 
+export interface CartRecord {
+  id: string;
+  external_id: string | null;
+  total_amount: number | null;
+  currency: string | null;
+  checkout_url: string | null;
+  items: unknown[];
+}
+
 /** The carts table: one row per cart external id (or per event when the cart has none). */
 export function createCartStore(dialect: Dialect) {
   return {
@@ -27,6 +36,21 @@ export function createCartStore(dialect: Dialect) {
       return stored!.id;
     },
 
+    /** Carts by id, or the latest cart of a contact: what a flow's template sees as `cart`. */
+    async find(db: Db, where: { ids: string[] } | { contactId: string }): Promise<CartRecord[]> {
+      const query = db('carts');
+      if ('ids' in where) query.whereIn('id', where.ids);
+      else query.where({ contact_id: where.contactId }).orderBy('updated_at', 'desc').limit(1);
+      const rows = await query.select('id', 'external_id', 'total_amount', 'currency', 'checkout_url', 'items');
+      return rows.map((row: Record<string, unknown>) => ({
+        id: row.id as string,
+        external_id: (row.external_id as string | null) ?? null,
+        total_amount: dialect.readNullableNumber(row.total_amount),
+        currency: (row.currency as string | null) ?? null,
+        checkout_url: (row.checkout_url as string | null) ?? null,
+        items: dialect.readJson<unknown[]>(row.items) ?? [],
+      }));
+    },
   };
 }
 

@@ -42,6 +42,13 @@ export function createEventStore(dialect: Dialect) {
   return {
     toRecord,
 
+    /** Event records by id (a flow's trigger events). */
+    async findByIds(db: Db, ids: string[]): Promise<EventRecord[]> {
+      const out: EventRecord[] = [];
+      for (const part of chunk(ids, 500)) out.push(...(await db('events').whereIn('id', part)).map(toRecord));
+      return out;
+    },
+
     async insert(trx: Db, rows: EventRow[]): Promise<void> {
       await insertRows(
         trx,

@@ -43,7 +43,53 @@ export interface TrackedMessage {
 const UNFINISHED: MessageStatus[] = ['queued', 'sending'];
 const DELIVERED: MessageStatus[] = ['sent', 'captured'];
 
+/** A flow step's message as first written: queued, keyed by enrolment × step. */
+export interface FlowMessageRow {
+  id: string;
+  workspace_id: string;
+  contact_id: string;
+  flow_id: string;
+  enrollment_id: string;
+  dedupe_key: string;
+  message_type: MessageType;
+  to_email: string;
+}
+
 export function createMessageStore(dialect: Dialect) {
+  /** Messages that have not reached an end, with what their templates read of the recipient. */
+  async function pending(db: Db, where: (q: Knex.QueryBuilder) => void): Promise<PendingMessage[]> {
+    const query = db('messages as m').join('contacts as c', 'c.id', 'm.contact_id').whereIn('m.status', UNFINISHED).orderBy('m.id');
+    where(query);
+    const rows = await query.select(
+      'm.id',
+      'm.workspace_id',
+      'm.contact_id',
+      'm.campaign_id',
+      'm.flow_id',
+      'm.message_type',
+      'm.to_email',
+      'm.status',
+      'c.email',
+      'c.properties',
+      'c.subscription_status',
+    );
+    return rows.map((row: Record<string, unknown>) => ({
+      id: row.id as string,
+      workspace_id: row.workspace_id as string,
+      contact_id: row.contact_id as string,
+      campaign_id: (row.campaign_id as string | null) ?? null,
+      flow_id: (row.flow_id as string | null) ?? null,
+      message_type: row.message_type as MessageType,
+      to: row.to_email as string,
+      status: row.status as MessageStatus,
+      contact: {
+        email: row.email as string,
+        properties: dialect.readJson<Record<string, unknown>>(row.properties) ?? {},
+        subscription_status: row.subscription_status as string,
+      },
+    }));
+  }
+
   const toRecord = (row: Record<string, unknown>): MessageRecord => ({
     id: row.id as string,
     contact_id: row.contact_id as string,
@@ -92,40 +138,31 @@ export function createMessageStore(dialect: Dialect) {
     },
 
     /** A campaign batch's messages that have not reached an end, with their recipients. */
-    async pendingInBatch(db: Db, campaignId: string, batch: number): Promise<PendingMessage[]> {
-      const rows = await db('messages as m')
-        .join('contacts as c', 'c.id', 'm.contact_id')
-        .where({ 'm.campaign_id': campaignId, 'm.batch': batch })
-        .whereIn('m.status', UNFINISHED)
-        .orderBy('m.id')
-        .select(
-          'm.id',
-          'm.workspace_id',
-          'm.contact_id',
-          'm.campaign_id',
-          'm.flow_id',
-          'm.message_type',
-          'm.to_email',
-          'm.status',
-          'c.email',
-          'c.properties',
-          'c.subscription_status',
-        );
-      return rows.map((row: Record<string, unknown>) => ({
-        id: row.id as string,
-        workspace_id: row.workspace_id as string,
-        contact_id: row.contact_id as string,
-        campaign_id: (row.campaign_id as string | null) ?? null,
-        flow_id: (row.flow_id as string | null) ?? null,
-        message_type: row.message_type as MessageType,
-        to: row.to_email as string,
-        status: row.status as MessageStatus,
-        contact: {
-          email: row.email as string,
-          properties: dialect.readJson<Record<string, unknown>>(row.properties) ?? {},
-          subscription_status: row.subscription_status as string,
-        },
-      }));
+    pendingInBatch: (db: Db, campaignId: string, batch: number): Promise<PendingMessage[]> =>
+      pending(db, (q) => q.where({ 'm.campaign_id': campaignId, 'm.batch': batch })),
+
+    /** Flow messages (one per enrolment × step); a key that exists already adds nothing. */
+    async insertFlowMessages(db: Db, rows: FlowMessageRow[], now: number): Promise<void> {
+      if (rows.length === 0) return;
+      await db('messages')
+        .insert(rows.map((row) => ({ ...row, status: 'queued', created_at: now, updated_at: now })))
+        .onConflict('dedupe_key')
+        .ignore();
+    },
+
+    /** Whether the message of this key exists, and whether it reached an end. */
+    async statusByDedupeKey(db: Db, dedupeKey: string): Promise<MessageStatus | null> {
+      const row = await db('messages').where({ dedupe_key: dedupeKey }).first('status');
+      return (row?.status as MessageStatus | undefined) ?? null;
+    },
+
+    /** The messages of these keys that have not reached an end, with their recipients. */
+    pendingByDedupeKeys: (db: Db, keys: string[]): Promise<PendingMessage[]> => pending(db, (q) => q.whereIn('m.dedupe_key', keys)),
+
+    /** Whether the contact got a marketing message at or after `since` (smart sending). */
+    async marketingSentSince(db: Db, contactId: string, since: number): Promise<boolean> {
+      const row = await db('messages').where({ contact_id: contactId, message_type: 'marketing' }).where('sent_at', '>=', since).first('id');
+      return row !== undefined;
     },
 
     /** Writes what became of many messages, a statement per few hundred. */

@@ -183,6 +183,13 @@ export function createOrderStore(dialect: Dialect) {
       }
     },
 
+    /** Orders by id (a flow's trigger orders). */
+    async findByIds(db: Db, ids: string[]): Promise<OrderRow[]> {
+      const out: OrderRow[] = [];
+      for (const part of chunk(ids, 500)) out.push(...(await db('orders').whereIn('id', part)).map(fromRow));
+      return out;
+    },
+
     async findById(db: Db, workspaceId: string, id: string): Promise<OrderRow | null> {
       const row = await db('orders').where({ workspace_id: workspaceId, id }).first();
       return row ? fromRow(row) : null;

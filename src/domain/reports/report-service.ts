@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { CampaignStore } from '../campaigns/campaign-store.js';
+import type { FlowStore } from '../flows/flow-store.js';
 import type { OrderStore } from '../orders/order-store.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
@@ -9,8 +10,8 @@ import { defaultRevenueWindow, revenueQuerySchema, type RevenueRow } from './rep
  * The revenue report (GET /reports/revenue, `emk report revenue`): orders credited to each campaign and flow,
  * net of cancellations and refunds, per currency, biggest first. Campaign and flow reports live with their nouns.
  */
-export function createReportService(deps: { knex: Knex; orderStore: OrderStore; campaignStore: CampaignStore; clock?: Clock }) {
-  const { knex, orderStore, campaignStore } = deps;
+export function createReportService(deps: { knex: Knex; orderStore: OrderStore; campaignStore: CampaignStore; flowStore: FlowStore; clock?: Clock }) {
+  const { knex, orderStore, campaignStore, flowStore } = deps;
   const clock = deps.clock ?? systemClock;
   return {
     async revenue(workspaceId: string, query: unknown = {}): Promise<{ data: RevenueRow[] }> {
@@ -18,9 +19,10 @@ export function createReportService(deps: { knex: Knex; orderStore: OrderStore; 
       const window = defaultRevenueWindow(clock());
       const rows = await orderStore.revenueByAttribution(knex, workspaceId, input.from ?? window.from, input.to ?? window.to);
       const names = await campaignStore.names(knex, workspaceId, rows.flatMap((r) => (r.campaign_id ? [r.campaign_id] : [])));
+      const flowNames = await flowStore.names(knex, workspaceId, rows.flatMap((r) => (r.flow_id ? [r.flow_id] : [])));
       const data = rows.map(({ campaign_id, flow_id, currency, orders, revenue }): RevenueRow => ({
         ...(campaign_id ? { campaign_id } : { flow_id: flow_id! }),
-        name: campaign_id ? (names.get(campaign_id) ?? null) : null,
+        name: (campaign_id ? names.get(campaign_id) : flowNames.get(flow_id!)) ?? null,
         orders,
         revenue,
         currency,

@@ -83,6 +83,33 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
       if (options.onCommit) trx.executionPromise.then(options.onCommit, () => {});
     },
 
+    /**
+     * The latest fact of these kinds recorded for a contact before or after fact `around` (null: none): a newer
+     * cart event, an order since a cart. Facts keep the order writes committed in, whatever their clocks said.
+     */
+    async latestFactId(
+      db: Db,
+      contactId: string,
+      around: { after: number } | { before: number },
+      kinds: { triggerTypes: TriggerType[]; eventNames?: string[] },
+    ): Promise<number | null> {
+      const query = db('trigger_outbox')
+        .where({ contact_id: contactId })
+        .where('id', 'after' in around ? '>' : '<', 'after' in around ? around.after : around.before)
+        .where((q) => {
+          q.whereIn('trigger_type', kinds.triggerTypes);
+          if (kinds.eventNames?.length) q.orWhere((e) => e.where({ trigger_type: 'event' }).whereIn('event_name', kinds.eventNames!));
+        })
+        .max({ id: 'id' })
+        .first();
+      return dialect.readNullableNumber((await query)?.id);
+    },
+
+    async find(db: Db, id: number): Promise<OutboxFact | null> {
+      const row = await db('trigger_outbox').where({ id }).first();
+      return row ? toFact(row) : null;
+    },
+
     /** Whether any fact waits (a read, so an idle worker's poll takes no write lock). */
     async hasPending(db: Db): Promise<boolean> {
       return (await db('trigger_outbox').whereNull('processed_at').first('id')) !== undefined;

@@ -1,0 +1,333 @@
+import type { Knex } from 'knex';
+import type { ContactStore } from '../contacts/contact-store.js';
+import type { Database, Db } from '../db/database.js';
+import type { Job, JobHandlers, JobQueue, JobToEnqueue } from '../jobs/job-queue.js';
+import type { MessageService } from '../messages/message-service.js';
+import type { MessageStore } from '../messages/message-store.js';
+import { uuidv7 } from '../shared/ids.js';
+import { systemClock, type Clock } from '../shared/time.js';
+import type { FactConsumer } from '../triggers/trigger-dispatcher.js';
+import type { OutboxFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
+import type { EmailStep, ExitReason } from './flow.schema.js';
+import { IN_PROGRESS, type EnrollmentRow, type FlowRow, type FlowStore, type TriggerContext } from './flow-store.js';
+import type { TriggerContexts } from './trigger-context.js';
+
+export const FLOW_JOBS = { step: 'flow.step', cartCheck: 'flow.cart_check' } as const;
+
+/** Which contacts meet a flow's filters now (segment conditions, docs/segments.md). */
+export type FilterMatcher = (db: Db, workspaceId: string, conditions: Record<string, unknown>, contactIds: string[]) => Promise<Set<string>>;
+
+/** The events that are cart activity for abandoned-cart flows, besides the webhook's cart facts. */
+const CART_EVENTS = ['added_to_cart', 'started_checkout'];
+const CART_ACTIVITY = { triggerTypes: ['cart' as const], eventNames: CART_EVENTS };
+const ORDERS = { triggerTypes: ['order_placed' as const] };
+
+const isCartActivity = (fact: OutboxFact) => fact.triggerType === 'cart' || (fact.triggerType === 'event' && CART_EVENTS.includes(fact.eventName ?? ''));
+
+/** Whether a fact starts a flow whose trigger is not abandoned_cart (that one waits first: see cart checks). */
+function starts(flow: FlowRow, fact: OutboxFact): boolean {
+  const trigger = flow.trigger;
+  switch (trigger.type) {
+    case 'event':
+      return fact.triggerType === 'event' && fact.eventName === trigger.event_name;
+    case 'order_placed':
+    case 'order_updated':
+      return fact.triggerType === trigger.type;
+    case 'shipping_information':
+      return fact.triggerType === 'shipping_information' && (trigger.source_filter === 'all' || trigger.source_filter === fact.source);
+    case 'segment_entered':
+      // Only those who enter after the flow went live.
+      return fact.triggerType === 'segment_entered' && fact.subjectId === trigger.segment_id && fact.at >= (flow.live_since ?? Infinity);
+    case 'abandoned_cart':
+      return false;
+  }
+}
+
+/** Trigger types whose facts can concern a flow of this type. */
+const FLOW_TYPES_OF_FACT: Record<OutboxFact['triggerType'], FlowRow['trigger_type'][]> = {
+  event: ['event', 'abandoned_cart'],
+  shipping_information: ['shipping_information'],
+  order_placed: ['order_placed'],
+  order_updated: ['order_updated'],
+  cart: ['abandoned_cart'],
+  segment_entered: ['segment_entered'],
+  contact_changed: [],
+};
+
+interface EnrollmentRequest {
+  flow: FlowRow;
+  contactId: string;
+  fact: OutboxFact;
+  dedupeKey: string;
+  context: TriggerContext;
+}
+
+/**
+ * The automation engine (docs/flows.md): turns outbox facts into enrolments and walks each enrolment through
+ * its flow's steps as worker jobs. Every move of an enrolment is conditional on the step it was read at, and
+ * every email is a message row keyed by enrolment × step, so duplicate jobs, retries and several processes
+ * send each step at most once.
+ */
+export function createFlowEngine(deps: {
+  knex: Knex;
+  writeTransaction: Database['writeTransaction'];
+  store: FlowStore;
+  outbox: TriggerOutbox;
+  jobs: JobQueue;
+  contexts: TriggerContexts;
+  contactStore: ContactStore;
+  messageStore: MessageStore;
+  messages: MessageService;
+  filters: FilterMatcher;
+  clock?: Clock;
+}) {
+  const { knex, writeTransaction, store, outbox, jobs, contexts, contactStore, messageStore, messages, filters } = deps;
+  const clock = deps.clock ?? systemClock;
+
+  const stepJob = (enrollmentId: string, step: number, runAt?: number): JobToEnqueue => ({
+    kind: FLOW_JOBS.step,
+    payload: { enrollmentId, step },
+    ...(runAt === undefined ? {} : { runAt }),
+  });
+
+  /** Contacts of these requests that meet their flow's filters (flows without filters keep everyone). */
+  async function meetingFilters(db: Db, requests: EnrollmentRequest[]): Promise<EnrollmentRequest[]> {
+    const byFlow = new Map<FlowRow, EnrollmentRequest[]>();
+    for (const r of requests) byFlow.set(r.flow, [...(byFlow.get(r.flow) ?? []), r]);
+    const kept: EnrollmentRequest[] = [];
+    for (const [flow, group] of byFlow) {
+      if (flow.filters === null) {
+        kept.push(...group);
+        continue;
+      }
+      const meeting = await filters(db, flow.workspace_id, flow.filters, [...new Set(group.map((r) => r.contactId))]);
+      kept.push(...group.filter((r) => meeting.has(r.contactId)));
+    }
+    return kept;
+  }
+
+  /** Enrols (once per dedupe key) and starts each new enrolment's first step, in the caller's transaction. */
+  async function enrol(trx: Knex.Transaction, requests: EnrollmentRequest[]): Promise<number> {
+    const now = clock();
+    const rows: EnrollmentRow[] = (await meetingFilters(trx, requests)).map((r) => ({
+      id: uuidv7(now),
+      workspace_id: r.flow.workspace_id,
+      flow_id: r.flow.id,
+      contact_id: r.contactId,
+      dedupe_key: r.dedupeKey,
+      trigger_fact_id: r.fact.id,
+      trigger_event_id: r.fact.subjectId,
+      context: r.context,
+      status: 'active',
+      current_step: 0,
+      next_run_at: null,
+      exit_reason: null,
+      created_at: now,
+      updated_at: now,
+    }));
+    const inserted = await store.insertEnrollments(trx, rows);
+    await jobs.enqueue(trx, inserted.map((row) => stepJob(row.id, 0)));
+    return inserted.length;
+  }
+
+  /** `reentry: once` keys on the contact; otherwise each fact (or, for abandoned carts, each cart) enrols. */
+  const dedupeKey = (flow: FlowRow, contactId: string, perTrigger: string) =>
+    flow.reentry === 'once' ? `f:${flow.id}:c:${contactId}` : `f:${flow.id}:${perTrigger}`;
+
+  /** The outbox consumer: enrolments for every live flow a fact starts, cart waits, abandoned-cart exits. */
+  const consumeFacts: FactConsumer = async (trx, facts) => {
+    const owned = facts.filter((f): f is OutboxFact & { contactId: string } => f.contactId !== null);
+    if (owned.length === 0) return;
+    const now = clock();
+
+    // An order ends the abandoned-cart enrolments its contact had before it.
+    const orders = owned.filter((f) => f.triggerType === 'order_placed');
+    if (orders.length > 0) {
+      const before = Math.max(...orders.map((f) => f.id));
+      await store.exitWhere(
+        trx,
+        (q) =>
+          q
+            .whereIn('contact_id', [...new Set(orders.map((f) => f.contactId))])
+            .where('trigger_fact_id', '<', before)
+            .whereIn('flow_id', trx('flows').select('id').where({ trigger_type: 'abandoned_cart' }).whereIn('workspace_id', [...new Set(orders.map((f) => f.workspaceId))])),
+        'order_placed',
+        now,
+      );
+    }
+
+    const flowTypes = [...new Set(owned.flatMap((f) => FLOW_TYPES_OF_FACT[f.triggerType]))];
+    const flows = await store.liveFlows(trx, [...new Set(owned.map((f) => f.workspaceId))], flowTypes);
+    if (flows.length === 0) return;
+
+    const starting: Array<{ flow: FlowRow; fact: OutboxFact & { contactId: string } }> = [];
+    const cartChecks: JobToEnqueue[] = [];
+    for (const fact of owned) {
+      for (const flow of flows) {
+        if (flow.workspace_id !== fact.workspaceId) continue;
+        if (flow.trigger.type === 'abandoned_cart' && isCartActivity(fact)) {
+          cartChecks.push({
+            kind: FLOW_JOBS.cartCheck,
+            payload: { flowId: flow.id, factId: fact.id },
+            runAt: fact.at + flow.trigger.delay_minutes * 60_000,
+          });
+        } else if (starts(flow, fact)) {
+          starting.push({ flow, fact });
+        }
+      }
+    }
+    await jobs.enqueue(trx, cartChecks);
+    if (starting.length === 0) return;
+    const loaded = await contexts.load(trx, [...new Set(starting.map((s) => s.fact))]);
+    await enrol(
+      trx,
+      starting.map(({ flow, fact }) => ({
+        flow,
+        contactId: fact.contactId,
+        fact,
+        dedupeKey: dedupeKey(flow, fact.contactId, `t:${fact.id}`),
+        context: loaded.get(fact.id) ?? {},
+      })),
+    );
+  };
+
+  /** Whether an email step must end the enrolment first: an order since the cart, or filters no longer met. */
+  async function exitBeforeEmail(e: EnrollmentRow, flow: FlowRow): Promise<ExitReason | null> {
+    if (flow.trigger.type === 'abandoned_cart' && e.trigger_fact_id !== null) {
+      if ((await outbox.latestFactId(knex, e.contact_id, { after: e.trigger_fact_id }, ORDERS)) !== null) return 'order_placed';
+    }
+    if (flow.filters !== null && !(await filters(knex, flow.workspace_id, flow.filters, [e.contact_id])).has(e.contact_id)) return 'filters';
+    return null;
+  }
+
+  /** One email step for one enrolment: its message written once, then delivered unless it reached an end. */
+  async function sendEmail(e: EnrollmentRow, flow: FlowRow, index: number, step: EmailStep): Promise<void> {
+    const key = `f:${e.id}:${index}`;
+    if ((await messageStore.statusByDedupeKey(knex, key)) === null) {
+      const contact = await contactStore.findById(knex, e.workspace_id, e.contact_id);
+      if (!contact) return;
+      const now = clock();
+      // Smart sending: marketing email only, and only if none reached the contact within the window.
+      if (flow.message_type === 'marketing' && flow.smart_sending_hours > 0) {
+        if (await messageStore.marketingSentSince(knex, e.contact_id, now - flow.smart_sending_hours * 3_600_000)) {
+          await store.addSkipped(knex, flow.id, 1);
+          return;
+        }
+      }
+      await writeTransaction((trx) =>
+        messageStore.insertFlowMessages(
+          trx,
+          [
+            {
+              id: uuidv7(now),
+              workspace_id: e.workspace_id,
+              contact_id: e.contact_id,
+              flow_id: flow.id,
+              enrollment_id: e.id,
+              dedupe_key: key,
+              message_type: flow.message_type,
+              to_email: contact.email,
+            },
+          ],
+          now,
+        ),
+      );
+    }
+    const pending = await messageStore.pendingByDedupeKeys(knex, [key]);
+    if (pending.length === 0) return;
+    await messages.deliver(
+      e.workspace_id,
+      pending,
+      { subject: step.subject, html: step.html, text: step.text ?? null, from_email: step.from_email ?? null, from_name: step.from_name ?? null },
+      { extra: e.context, settle: (trx, skipped) => store.addSkipped(trx, flow.id, skipped) },
+    );
+  }
+
+  /** Runs an enrolment from its current step until a delay, an exit, or its end. */
+  async function runSteps(job: Job): Promise<void> {
+    const e = await store.findEnrollment(knex, String(job.payload.enrollmentId));
+    if (!e || !IN_PROGRESS.includes(e.status) || e.current_step !== Number(job.payload.step)) return;
+    const flow = await store.findById(knex, e.flow_id);
+    if (!flow || flow.deleted_at !== null) return;
+    // A flow that is not live holds its enrolments where they are; going live again resumes them.
+    if (flow.status !== 'live') return;
+    const now = clock();
+    if (e.next_run_at !== null && e.next_run_at > now) {
+      await writeTransaction((trx) => jobs.enqueue(trx, [stepJob(e.id, e.current_step, e.next_run_at!)]));
+      return;
+    }
+    for (let i = e.current_step; i < flow.steps.length; i++) {
+      const step = flow.steps[i]!;
+      if (step.type === 'delay' && step.minutes > 0) {
+        const at = now + step.minutes * 60_000;
+        await writeTransaction(async (trx) => {
+          if (await store.advance(trx, e.id, i, { status: 'waiting', current_step: i + 1, next_run_at: at, updated_at: now })) {
+            await jobs.enqueue(trx, [stepJob(e.id, i + 1, at)]);
+          }
+        });
+        return;
+      }
+      if (step.type === 'email') {
+        const exit = await exitBeforeEmail(e, flow);
+        if (exit !== null) {
+          await store.advance(knex, e.id, i, { status: 'exited', exit_reason: exit, next_run_at: null, updated_at: clock() });
+          return;
+        }
+        await sendEmail(e, flow, i, step);
+      }
+      if (!(await store.advance(knex, e.id, i, { status: 'active', current_step: i + 1, next_run_at: null, updated_at: clock() }))) return;
+    }
+    await store.advance(knex, e.id, flow.steps.length, { status: 'completed', updated_at: clock() });
+  }
+
+  const handlers: JobHandlers = {
+    [FLOW_JOBS.step]: async (job) => {
+      try {
+        await runSteps(job);
+      } catch (error) {
+        // Out of attempts: the enrolment is failed for the operator to see; the job keeps the error.
+        if (job.attempt >= job.maxAttempts) {
+          await knex('flow_enrollments').where({ id: String(job.payload.enrollmentId) }).whereIn('status', IN_PROGRESS).update({ status: 'failed', updated_at: clock() });
+        }
+        throw error;
+      }
+    },
+
+    /**
+     * An abandoned-cart wait is over: enrol unless the contact's cart moved again since (that later activity
+     * has its own wait) or the contact ordered. One enrolment per cart: the key is the contact's latest cart
+     * (or, for carts seen only through events, the basket since the contact's last order).
+     */
+    [FLOW_JOBS.cartCheck]: async (job) => {
+      const factId = Number(job.payload.factId);
+      await writeTransaction(async (trx) => {
+        const flow = await store.findById(trx, String(job.payload.flowId));
+        if (!flow || flow.deleted_at !== null || flow.status !== 'live' || flow.trigger.type !== 'abandoned_cart') return;
+        const fact = await outbox.find(trx, factId);
+        if (!fact?.contactId) return;
+        const contactId = fact.contactId;
+        if ((await outbox.latestFactId(trx, contactId, { after: factId }, CART_ACTIVITY)) !== null) return;
+        if ((await outbox.latestFactId(trx, contactId, { after: factId }, ORDERS)) !== null) return;
+        const lastOrder = await outbox.latestFactId(trx, contactId, { before: factId }, ORDERS);
+        const context = (await contexts.load(trx, [fact])).get(fact.id) ?? {};
+        context.cart ??= await contexts.latestCart(trx, contactId);
+        const cartId = fact.subjectType === 'cart' ? fact.subjectId : 'events';
+        await enrol(trx, [{ flow, contactId, fact, dedupeKey: dedupeKey(flow, contactId, `cart:${lastOrder ?? 0}:${cartId}`), context }]);
+      });
+    },
+  };
+
+  return {
+    consumeFacts,
+    handlers,
+
+    /** A flow went live again: its held enrolments continue (each from its step, when its wait is over). */
+    async resume(trx: Knex.Transaction, flowId: string): Promise<void> {
+      const now = clock();
+      const held = await store.inProgress(trx, flowId);
+      await jobs.enqueue(trx, held.map((e) => stepJob(e.id, e.current_step, Math.max(now, e.next_run_at ?? now))));
+    },
+  };
+}
+
+export type FlowEngine = ReturnType<typeof createFlowEngine>;

@@ -1,0 +1,156 @@
+import type { Knex } from 'knex';
+import type { Database, Db } from '../db/database.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import type { SendReports } from '../reports/send-report.js';
+import { uuidv7 } from '../shared/ids.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
+import { systemClock, type Clock } from '../shared/time.js';
+import { parseInput } from '../shared/validate.js';
+import type { Templates } from '../templates/template-engine.js';
+import type { FlowEngine } from './flow-engine.js';
+import {
+  enrollmentListQuerySchema,
+  flowCreateSchema,
+  flowUpdateSchema,
+  type Enrollment,
+  type Flow,
+  type FlowReport,
+  type FlowStep,
+  type FlowTrigger,
+} from './flow.schema.js';
+import type { FlowRow, FlowStore } from './flow-store.js';
+
+/** What flows need of segments: conditions checked at save (naming the place), and whether an id names one. */
+export interface FlowSegments {
+  checkConditions(value: unknown, field: string): unknown;
+  exists(db: Db, workspaceId: string, segmentId: string): Promise<boolean>;
+}
+
+/**
+ * Flows (docs/flows.md): the records, their checks at save, enrolment lists and reports. What runs them is the
+ * engine (flow-engine.ts); this service tells it when a flow goes live again or is deleted.
+ */
+export function createFlowService(deps: {
+  knex: Knex;
+  writeTransaction: Database['writeTransaction'];
+  store: FlowStore;
+  engine: FlowEngine;
+  templates: Templates;
+  segments: FlowSegments;
+  sendReport: SendReports;
+  clock?: Clock;
+}) {
+  const { knex, writeTransaction, store, engine, templates, segments, sendReport } = deps;
+  const clock = deps.clock ?? systemClock;
+
+  /** Templates parse, filters are usable conditions, a segment trigger names a segment: each 400 names its place. */
+  async function check(
+    db: Db,
+    workspaceId: string,
+    input: { steps?: FlowStep[] | undefined; trigger?: FlowTrigger | undefined; filters?: Record<string, unknown> | null | undefined },
+  ) {
+    input.steps?.forEach((step, i) => {
+      if (step.type !== 'email') return;
+      templates.check(step.subject, `steps[${i}].subject`);
+      templates.check(step.html, `steps[${i}].html`);
+      if (typeof step.text === 'string') templates.check(step.text, `steps[${i}].text`);
+    });
+    if (input.filters) segments.checkConditions(input.filters, 'filters');
+    if (input.trigger?.type === 'segment_entered' && !(await segments.exists(db, workspaceId, input.trigger.segment_id))) {
+      throw new ValidationError('invalid request: trigger.segment_id names no segment');
+    }
+  }
+
+  async function load(db: Db, workspaceId: string, id: string, lock = false): Promise<FlowRow> {
+    const row = await store.find(db, workspaceId, id, lock);
+    if (!row) throw new NotFoundError();
+    return row;
+  }
+
+  return {
+    async create(workspaceId: string, body: unknown): Promise<Flow> {
+      const input = parseInput(flowCreateSchema, body);
+      await check(knex, workspaceId, input);
+      const now = clock();
+      const row: FlowRow = {
+        id: uuidv7(now),
+        workspace_id: workspaceId,
+        name: input.name,
+        status: input.status,
+        trigger_type: input.trigger.type,
+        trigger: input.trigger,
+        steps: input.steps,
+        message_type: input.message_type,
+        reentry: input.reentry,
+        filters: input.filters ?? null,
+        smart_sending_hours: input.smart_sending_hours,
+        live_since: input.status === 'live' ? now : null,
+        skipped: 0,
+        deleted_at: null,
+        created_at: now,
+        updated_at: now,
+      };
+      await writeTransaction((trx) => store.insert(trx, row));
+      return store.toRecord(row);
+    },
+
+    async list(workspaceId: string, paging: Paging): Promise<Page<Flow>> {
+      const { rows, total } = await store.list(knex, workspaceId, paging);
+      return toPage(rows.map(store.toRecord), total, paging);
+    },
+
+    get: async (workspaceId: string, id: string): Promise<Flow> => store.toRecord(await load(knex, workspaceId, id)),
+
+    /** Any field; going live (again) stamps `live_since` and resumes the enrolments the flow held. */
+    async update(workspaceId: string, id: string, body: unknown): Promise<Flow> {
+      const input = parseInput(flowUpdateSchema, body);
+      await check(knex, workspaceId, input);
+      return writeTransaction(async (trx) => {
+        const row = await load(trx, workspaceId, id, true);
+        const now = clock();
+        const patch: Partial<FlowRow> = { ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)), updated_at: now };
+        if (input.trigger) patch.trigger_type = input.trigger.type;
+        const goesLive = input.status === 'live' && row.status !== 'live';
+        if (goesLive) patch.live_since = now;
+        await store.update(trx, id, patch);
+        if (goesLive) await engine.resume(trx, id);
+        return store.toRecord(await load(trx, workspaceId, id));
+      });
+    },
+
+    /** Ends the flow's enrolments (`exited`, `flow_deleted`), then the flow answers 404 everywhere. */
+    async delete(workspaceId: string, id: string): Promise<void> {
+      await writeTransaction(async (trx) => {
+        await load(trx, workspaceId, id, true);
+        const now = clock();
+        await store.exitWhere(trx, (q) => q.where({ flow_id: id }), 'flow_deleted', now);
+        await store.update(trx, id, { deleted_at: now, updated_at: now });
+      });
+    },
+
+    async enrollments(workspaceId: string, id: string, query: unknown, paging: Paging): Promise<Page<Enrollment>> {
+      const filter = parseInput(enrollmentListQuerySchema, query ?? {});
+      await load(knex, workspaceId, id);
+      const { rows, total } = await store.listEnrollments(knex, id, filter, paging);
+      return toPage(rows, total, paging);
+    },
+
+    async report(workspaceId: string, id: string): Promise<FlowReport> {
+      const row = await load(knex, workspaceId, id);
+      const sends = await sendReport(knex, workspaceId, { flow_id: id });
+      const enrolments = await store.enrollmentCounts(knex, id);
+      const enrolled = Object.values(enrolments).reduce((sum, n) => sum + n, 0);
+      return {
+        ...sends,
+        skipped: row.skipped,
+        enrolled,
+        completed: enrolments.completed,
+        exited: enrolments.exited,
+      };
+    },
+
+    names: (workspaceId: string, ids: string[]) => store.names(knex, workspaceId, ids),
+  };
+}
+
+export type FlowService = ReturnType<typeof createFlowService>;

@@ -1,0 +1,212 @@
+import type { Knex } from 'knex';
+import type { Db } from '../db/database.js';
+import { chunk, chunkSizeFor } from '../db/bulk.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { NEWEST_FIRST, selectPage } from '../db/page.js';
+import type { Paging } from '../shared/paging.js';
+import { toIso } from '../shared/time.js';
+import type { TemplateVariables } from '../templates/template-engine.js';
+import type { Enrollment, EnrollmentStatus, ExitReason, Flow, FlowStatus, FlowStep, FlowTrigger } from './flow.schema.js';
+
+export interface FlowRow {
+  id: string;
+  workspace_id: string;
+  name: string;
+  status: FlowStatus;
+  trigger_type: FlowTrigger['type'];
+  trigger: FlowTrigger;
+  steps: FlowStep[];
+  message_type: 'marketing' | 'transactional';
+  reentry: 'always' | 'once';
+  filters: Record<string, unknown> | null;
+  smart_sending_hours: number;
+  live_since: number | null;
+  skipped: number;
+  deleted_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** What an email step's templates see of the trigger (event, order, cart), kept with the enrolment. */
+export type TriggerContext = Pick<TemplateVariables, 'event' | 'order' | 'cart'>;
+
+export interface EnrollmentRow {
+  id: string;
+  workspace_id: string;
+  flow_id: string;
+  contact_id: string;
+  dedupe_key: string;
+  trigger_fact_id: number | null;
+  trigger_event_id: string | null;
+  context: TriggerContext;
+  status: EnrollmentStatus;
+  current_step: number;
+  next_run_at: number | null;
+  exit_reason: ExitReason | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Enrolments that may still move. */
+export const IN_PROGRESS: EnrollmentStatus[] = ['active', 'waiting'];
+
+export function createFlowStore(dialect: Dialect) {
+  const fromRow = (raw: Record<string, unknown>): FlowRow => ({
+    ...(raw as unknown as FlowRow),
+    trigger: dialect.readJson<FlowTrigger>(raw.trigger),
+    steps: dialect.readJson<FlowStep[]>(raw.steps),
+    filters: raw.filters === null || raw.filters === undefined ? null : dialect.readJson<Record<string, unknown>>(raw.filters),
+    smart_sending_hours: dialect.readNumber(raw.smart_sending_hours),
+    live_since: dialect.readNullableNumber(raw.live_since),
+    skipped: dialect.readNumber(raw.skipped),
+    deleted_at: dialect.readNullableNumber(raw.deleted_at),
+    created_at: dialect.readNumber(raw.created_at),
+    updated_at: dialect.readNumber(raw.updated_at),
+  });
+
+  const toRow = (row: Partial<FlowRow>): Record<string, unknown> => ({
+    ...row,
+    ...(row.trigger !== undefined ? { trigger: dialect.writeJson(row.trigger) } : {}),
+    ...(row.steps !== undefined ? { steps: dialect.writeJson(row.steps) } : {}),
+    ...(row.filters !== undefined ? { filters: row.filters === null ? null : dialect.writeJson(row.filters) } : {}),
+  });
+
+  const enrollmentFromRow = (raw: Record<string, unknown>): EnrollmentRow => ({
+    ...(raw as unknown as EnrollmentRow),
+    trigger_fact_id: dialect.readNullableNumber(raw.trigger_fact_id),
+    context: dialect.readJson<TriggerContext>(raw.context) ?? {},
+    current_step: dialect.readNumber(raw.current_step),
+    next_run_at: dialect.readNullableNumber(raw.next_run_at),
+    created_at: dialect.readNumber(raw.created_at),
+    updated_at: dialect.readNumber(raw.updated_at),
+  });
+
+  const enrollmentRecord = (raw: Record<string, unknown>): Enrollment => {
+    const row = enrollmentFromRow(raw);
+    return {
+      id: row.id,
+      flow_id: row.flow_id,
+      contact_id: row.contact_id,
+      trigger_event_id: row.trigger_event_id ?? null,
+      status: row.status,
+      current_step: row.current_step,
+      next_run_at: toIso(row.next_run_at),
+      exit_reason: row.exit_reason ?? null,
+      created_at: toIso(row.created_at)!,
+      updated_at: toIso(row.updated_at)!,
+    };
+  };
+
+  const live = (db: Db) => db('flows').where({ status: 'live' }).whereNull('deleted_at');
+
+  return {
+    toRecord: (row: FlowRow): Flow => ({
+      id: row.id,
+      name: row.name,
+      status: row.status,
+      trigger: row.trigger,
+      steps: row.steps,
+      message_type: row.message_type,
+      reentry: row.reentry,
+      filters: row.filters,
+      smart_sending_hours: row.smart_sending_hours,
+      created_at: toIso(row.created_at)!,
+      updated_at: toIso(row.updated_at)!,
+    }),
+
+    async insert(db: Db, row: FlowRow): Promise<void> {
+      await db('flows').insert(toRow(row));
+    },
+
+    async update(db: Db, id: string, patch: Partial<FlowRow>): Promise<void> {
+      await db('flows').where({ id }).update(toRow(patch));
+    },
+
+    /** A flow of this workspace that was not deleted (locked for the transaction when asked). */
+    async find(db: Db, workspaceId: string, id: string, lock = false): Promise<FlowRow | null> {
+      const query = db('flows').where({ workspace_id: workspaceId, id }).whereNull('deleted_at').first();
+      const row = await (lock ? dialect.forUpdate(query) : query);
+      return row ? fromRow(row) : null;
+    },
+
+    /** Any flow by id, deleted ones too (the worker's view). */
+    async findById(db: Db, id: string): Promise<FlowRow | null> {
+      const row = await db('flows').where({ id }).first();
+      return row ? fromRow(row) : null;
+    },
+
+    list: (db: Db, workspaceId: string, paging: Paging) =>
+      selectPage(db('flows').where({ workspace_id: workspaceId }).whereNull('deleted_at'), NEWEST_FIRST, paging, fromRow),
+
+    /** The live flows of these workspaces that these trigger types start. */
+    async liveFlows(db: Db, workspaceIds: string[], triggerTypes: string[]): Promise<FlowRow[]> {
+      if (workspaceIds.length === 0 || triggerTypes.length === 0) return [];
+      const rows = await live(db).whereIn('workspace_id', workspaceIds).whereIn('trigger_type', triggerTypes);
+      return rows.map(fromRow);
+    },
+
+    async names(db: Db, workspaceId: string, ids: string[]): Promise<Map<string, string>> {
+      if (ids.length === 0) return new Map();
+      const rows = await db('flows').where({ workspace_id: workspaceId }).whereIn('id', ids).select('id', 'name');
+      return new Map(rows.map((r: { id: string; name: string }) => [r.id, r.name]));
+    },
+
+    async addSkipped(db: Db, id: string, skipped: number): Promise<void> {
+      if (skipped > 0) await db('flows').where({ id }).increment('skipped', skipped);
+    },
+
+    /** New enrolments; those whose dedupe key exists already (a fact seen twice, `reentry: once`) are dropped. */
+    async insertEnrollments(db: Db, rows: EnrollmentRow[]): Promise<EnrollmentRow[]> {
+      const inserted: EnrollmentRow[] = [];
+      for (const part of chunk(rows, chunkSizeFor(dialect, 14))) {
+        const ids = (await db('flow_enrollments')
+          .insert(part.map((row) => ({ ...row, context: dialect.writeJson(row.context) })))
+          .onConflict('dedupe_key')
+          .ignore()
+          .returning('id')) as Array<{ id: string }>;
+        const kept = new Set(ids.map((r) => r.id));
+        inserted.push(...part.filter((row) => kept.has(row.id)));
+      }
+      return inserted;
+    },
+
+    async findEnrollment(db: Db, id: string): Promise<EnrollmentRow | null> {
+      const row = await db('flow_enrollments').where({ id }).first();
+      return row ? enrollmentFromRow(row) : null;
+    },
+
+    /** Moves an enrolment on, only from the step it was read at (a duplicate job finds it moved and does nothing). */
+    async advance(db: Db, id: string, fromStep: number, patch: Partial<Pick<EnrollmentRow, 'status' | 'current_step' | 'next_run_at' | 'exit_reason' | 'updated_at'>>): Promise<boolean> {
+      return (await db('flow_enrollments').where({ id, current_step: fromStep }).whereIn('status', IN_PROGRESS).update(patch)) > 0;
+    },
+
+    /** Ends the in-progress enrolments that match `where`; returns how many. */
+    async exitWhere(db: Db, where: (q: Knex.QueryBuilder) => void, reason: ExitReason, now: number): Promise<number> {
+      const query = db('flow_enrollments').whereIn('status', IN_PROGRESS);
+      where(query);
+      return query.update({ status: 'exited', exit_reason: reason, next_run_at: null, updated_at: now });
+    },
+
+    /** The in-progress enrolments of a flow, for the jobs that resume them. */
+    async inProgress(db: Db, flowId: string): Promise<Array<{ id: string; current_step: number; next_run_at: number | null }>> {
+      const rows = await db('flow_enrollments').where({ flow_id: flowId }).whereIn('status', IN_PROGRESS).select('id', 'current_step', 'next_run_at');
+      return rows.map((r: Record<string, unknown>) => ({
+        id: r.id as string,
+        current_step: dialect.readNumber(r.current_step),
+        next_run_at: dialect.readNullableNumber(r.next_run_at),
+      }));
+    },
+
+    listEnrollments: (db: Db, flowId: string, filter: { status?: EnrollmentStatus }, paging: Paging) =>
+      selectPage(db('flow_enrollments').where({ flow_id: flowId, ...filter }), NEWEST_FIRST, paging, enrollmentRecord),
+
+    async enrollmentCounts(db: Db, flowId: string): Promise<Record<EnrollmentStatus, number>> {
+      const rows = await db('flow_enrollments').where({ flow_id: flowId }).groupBy('status').select('status', db.raw('COUNT(*) AS n'));
+      const counts: Record<EnrollmentStatus, number> = { active: 0, waiting: 0, completed: 0, exited: 0, failed: 0 };
+      for (const row of rows as Array<{ status: EnrollmentStatus; n: unknown }>) counts[row.status] = Number(row.n);
+      return counts;
+    },
+  };
+}
+
+export type FlowStore = ReturnType<typeof createFlowStore>;

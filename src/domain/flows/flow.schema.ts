@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { sendReportSchema } from '../campaigns/campaign.schema.js';
+import { canonicalEventName } from '../events/event-names.js';
+import { emailSchema, jsonObject, text } from '../shared/validate.js';
+
+export const FLOW_STATUSES = ['draft', 'live', 'paused'] as const;
+export type FlowStatus = (typeof FLOW_STATUSES)[number];
+
+export const ENROLLMENT_STATUSES = ['active', 'waiting', 'completed', 'exited', 'failed'] as const;
+export type EnrollmentStatus = (typeof ENROLLMENT_STATUSES)[number];
+
+export const EXIT_REASONS = ['order_placed', 'filters', 'flow_deleted'] as const;
+export type ExitReason = (typeof EXIT_REASONS)[number];
+
+/** The longest wait: a delay step or an abandoned-cart wait (a quarter of a year, in minutes). */
+export const MAX_DELAY_MINUTES = 131_400;
+/** Abandoned-cart flows wait an hour unless told (Klaviyo's and Omnisend's default is of that order). */
+export const DEFAULT_CART_DELAY_MINUTES = 60;
+
+const minutes = z.number().min(0, 'must be at least 0').max(MAX_DELAY_MINUTES, `must be at most ${MAX_DELAY_MINUTES}`);
+
+/** What starts a flow (docs/flows.md, Triggers). Event names are normalised as events are. */
+export const flowTriggerSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('event'), event_name: text(255).transform(canonicalEventName) }),
+  z.object({ type: z.literal('order_placed') }),
+  z.object({ type: z.literal('order_updated') }),
+  z.object({ type: z.literal('shipping_information'), source_filter: text(255).default('all') }),
+  z.object({ type: z.literal('abandoned_cart'), delay_minutes: minutes.positive('must be greater than 0').default(DEFAULT_CART_DELAY_MINUTES) }),
+  z.object({ type: z.literal('segment_entered'), segment_id: text(36) }),
+]);
+export type FlowTrigger = z.output<typeof flowTriggerSchema>;
+export type FlowTriggerType = FlowTrigger['type'];
+
+/** Templates are Liquid, like a campaign's. */
+const template = text(1_048_576);
+
+export const flowStepSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('delay'), minutes }),
+  z.object({
+    type: z.literal('email'),
+    subject: text(2_000),
+    html: template,
+    text: template.nullable().optional(),
+    from_email: emailSchema.nullable().optional(),
+    from_name: text(255).nullable().optional(),
+  }),
+]);
+export type FlowStep = z.output<typeof flowStepSchema>;
+export type EmailStep = Extract<FlowStep, { type: 'email' }>;
+
+const flowFields = {
+  name: text(255),
+  status: z.enum(FLOW_STATUSES).default('draft'),
+  trigger: flowTriggerSchema,
+  steps: z.array(flowStepSchema).max(50, 'must have at most 50 entries').default([]),
+  message_type: z.enum(['marketing', 'transactional']).default('marketing'),
+  reentry: z.enum(['always', 'once']).default('always'),
+  /** Segment conditions (docs/segments.md); checked by the segments' own parser, which names the place. */
+  filters: jsonObject.nullable().optional(),
+  smart_sending_hours: z.number().min(0, 'must be at least 0').max(8_760, 'must be at most 8760').default(0),
+};
+
+/** POST /api/v1/flows. */
+export const flowCreateSchema = z.object(flowFields);
+
+/** PATCH /api/v1/flows/{id}: only the fields sent change. */
+export const flowUpdateSchema = z.object({
+  name: flowFields.name,
+  status: z.enum(FLOW_STATUSES),
+  trigger: flowTriggerSchema,
+  steps: z.array(flowStepSchema).max(50, 'must have at most 50 entries'),
+  message_type: z.enum(['marketing', 'transactional']),
+  reentry: z.enum(['always', 'once']),
+  filters: flowFields.filters,
+  smart_sending_hours: z.number().min(0, 'must be at least 0').max(8_760, 'must be at most 8760'),
+}).partial();
+
+export interface Flow {
+  id: string;
+  name: string;
+  status: FlowStatus;
+  trigger: FlowTrigger;
+  steps: FlowStep[];
+  message_type: 'marketing' | 'transactional';
+  reentry: 'always' | 'once';
+  filters: Record<string, unknown> | null;
+  smart_sending_hours: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export const flowRecordSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  status: z.enum(FLOW_STATUSES),
+  trigger: z.record(z.string(), z.unknown()).describe('`{type, …}`: event_name, source_filter, delay_minutes or segment_id by type'),
+  steps: z.array(z.record(z.string(), z.unknown())),
+  message_type: z.enum(['marketing', 'transactional']),
+  reentry: z.enum(['always', 'once']),
+  filters: z.record(z.string(), z.unknown()).nullable(),
+  smart_sending_hours: z.number(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export interface Enrollment {
+  id: string;
+  flow_id: string;
+  contact_id: string;
+  trigger_event_id: string | null;
+  status: EnrollmentStatus;
+  current_step: number;
+  next_run_at: string | null;
+  exit_reason: ExitReason | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export const enrollmentRecordSchema = z.object({
+  id: z.string(),
+  flow_id: z.string(),
+  contact_id: z.string(),
+  trigger_event_id: z.string().nullable().describe('The event, order, cart or segment that started it'),
+  status: z.enum(ENROLLMENT_STATUSES),
+  current_step: z.number().int().describe('Index of the next step to run'),
+  next_run_at: z.string().nullable(),
+  exit_reason: z.enum(EXIT_REASONS).nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+}) satisfies z.ZodType<Enrollment>;
+
+export const enrollmentListQuerySchema = z.object({ status: z.enum(ENROLLMENT_STATUSES).optional() });
+
+/** GET /flows/{id}/report: the campaign report's counts plus what became of the enrolments. */
+export const flowReportSchema = sendReportSchema.extend({
+  enrolled: z.number().int(),
+  completed: z.number().int(),
+  exited: z.number().int(),
+});
+export type FlowReport = z.output<typeof flowReportSchema>;

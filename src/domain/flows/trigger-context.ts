@@ -1,0 +1,63 @@
+import type { CartRecord, CartStore } from '../carts/cart-store.js';
+import type { Db } from '../db/database.js';
+import type { EventStore } from '../events/event-store.js';
+import type { OrderStore } from '../orders/order-store.js';
+import type { OutboxFact } from '../triggers/trigger-outbox.js';
+import type { TriggerContext } from './flow-store.js';
+
+const cartVariables = (cart: CartRecord): NonNullable<TriggerContext['cart']> => ({
+  external_id: cart.external_id,
+  total_amount: cart.total_amount,
+  currency: cart.currency,
+  checkout_url: cart.checkout_url,
+  items: cart.items,
+});
+
+/**
+ * What each trigger fact shows an email step's templates (docs/email.md, Templates: `event`, `order`, `cart`),
+ * read for a whole batch of facts in one query per kind and kept with the enrolment, so a later email shows
+ * the trigger as it was.
+ */
+export function createTriggerContexts(deps: { eventStore: EventStore; orderStore: OrderStore; cartStore: CartStore }) {
+  const { eventStore, orderStore, cartStore } = deps;
+
+  return {
+    async load(db: Db, facts: OutboxFact[]): Promise<Map<number, TriggerContext>> {
+      const idsOf = (type: OutboxFact['subjectType']) => [...new Set(facts.filter((f) => f.subjectType === type).map((f) => f.subjectId))];
+      const events = new Map((await eventStore.findByIds(db, idsOf('event'))).map((e) => [e.id, e]));
+      const orderRows = await orderStore.findByIds(db, idsOf('order'));
+      const orders = new Map((await orderStore.toOrders(db, orderRows)).map((o) => [o.id, o]));
+      const carts = new Map((await cartStore.find(db, { ids: idsOf('cart') })).map((c) => [c.id, c]));
+
+      const contexts = new Map<number, TriggerContext>();
+      for (const fact of facts) {
+        const context: TriggerContext = {};
+        const event = fact.subjectType === 'event' ? events.get(fact.subjectId) : undefined;
+        if (event) context.event = { name: event.event_name, properties: event.properties, created_at: event.created_at };
+        const order = fact.subjectType === 'order' ? orders.get(fact.subjectId) : undefined;
+        if (order) {
+          context.order = {
+            id: order.order_number,
+            external_id: order.external_id,
+            total_amount: order.total_amount,
+            currency: order.currency,
+            status: order.status,
+            items: order.items,
+          };
+        }
+        const cart = fact.subjectType === 'cart' ? carts.get(fact.subjectId) : undefined;
+        if (cart) context.cart = cartVariables(cart);
+        contexts.set(fact.id, context);
+      }
+      return contexts;
+    },
+
+    /** A contact's latest cart, for abandoned carts seen only through events (no cart row of their own). */
+    async latestCart(db: Db, contactId: string): Promise<TriggerContext['cart'] | undefined> {
+      const [cart] = await cartStore.find(db, { contactId });
+      return cart ? cartVariables(cart) : undefined;
+    },
+  };
+}
+
+export type TriggerContexts = ReturnType<typeof createTriggerContexts>;

@@ -1,0 +1,93 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import type { Services } from '../../../domain/create-services.js';
+import {
+  enrollmentListQuerySchema,
+  enrollmentRecordSchema,
+  flowCreateSchema,
+  flowRecordSchema,
+  flowReportSchema,
+  flowUpdateSchema,
+} from '../../../domain/flows/flow.schema.js';
+import { pagingSchema } from '../../../domain/shared/paging.js';
+import { parseInput } from '../../../domain/shared/validate.js';
+import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+
+const flows = { tag: 'Flows', credential: 'apiKey' as const };
+type ById = { Params: { id: string } };
+
+/** Flows: the records, their enrolments and their report. The engine runs them on the worker. */
+export function flowRoutes(services: Services) {
+  return async (app: FastifyInstance) => {
+    app.post(
+      '/flows',
+      {
+        schema: describeRoute({
+          ...flows,
+          summary: 'Create a flow (templates, filters and a segment trigger are checked: a 400 names the place)',
+          body: flowCreateSchema,
+          replies: { 201: flowRecordSchema },
+          errors: [400, 401],
+        }),
+      },
+      async (request, reply) => reply.code(201).send(await services.flows.create(request.workspaceId, request.body)),
+    );
+
+    app.get(
+      '/flows',
+      { schema: describeRoute({ ...flows, summary: 'List flows, newest first', query: pagingSchema, replies: { 200: pageOf(flowRecordSchema) }, errors: [400, 401] }) },
+      async (request) => services.flows.list(request.workspaceId, parseInput(pagingSchema, request.query)),
+    );
+
+    app.get<ById>(
+      '/flows/:id',
+      { schema: describeRoute({ ...flows, summary: 'Read a flow', params: idParams, replies: { 200: flowRecordSchema }, errors: [401, 404] }) },
+      async (request) => services.flows.get(request.workspaceId, request.params.id),
+    );
+
+    app.patch<ById>(
+      '/flows/:id',
+      {
+        schema: describeRoute({
+          ...flows,
+          summary: 'Change any field; a flow that is not live holds its enrolments, going live resumes them',
+          params: idParams,
+          body: flowUpdateSchema,
+          replies: { 200: flowRecordSchema },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request) => services.flows.update(request.workspaceId, request.params.id, request.body),
+    );
+
+    app.delete<ById>(
+      '/flows/:id',
+      { schema: describeRoute({ ...flows, summary: 'Delete: its enrolments end (exited, flow_deleted), then it answers 404', params: idParams, replies: { 204: z.null().describe('No content') }, errors: [401, 404] }) },
+      async (request, reply) => {
+        await services.flows.delete(request.workspaceId, request.params.id);
+        return reply.code(204).send();
+      },
+    );
+
+    app.get<ById>(
+      '/flows/:id/enrollments',
+      {
+        schema: describeRoute({
+          ...flows,
+          summary: 'Enrolments, newest first (filter by `status`)',
+          params: idParams,
+          query: pagingSchema.extend(enrollmentListQuerySchema.shape),
+          replies: { 200: pageOf(enrollmentRecordSchema) },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request) => services.flows.enrollments(request.workspaceId, request.params.id, request.query, parseInput(pagingSchema, request.query)),
+    );
+
+    app.get<ById>(
+      '/flows/:id/report',
+      { schema: describeRoute({ ...flows, summary: 'Delivery, engagement, attributed revenue (net) and enrolment outcomes', params: idParams, replies: { 200: flowReportSchema }, errors: [401, 404] }) },
+      async (request) => services.flows.report(request.workspaceId, request.params.id),
+    );
+  };
+}
