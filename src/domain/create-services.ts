@@ -52,6 +52,8 @@ import { createCampaignStore } from './campaigns/campaign-store.js';
 import { createCampaignService } from './campaigns/campaign-service.js';
 import { createReportService } from './reports/report-service.js';
 import { createConsentService } from './consent/consent-service.js';
+import { createSegmentService } from './segments/segment-service.js';
+import { createSegmentStore } from './segments/segment-store.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -226,6 +228,15 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     workspaces,
     baseUrl: email.baseUrl,
   });
+  const segments = createSegmentService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    dialect,
+    store: createSegmentStore(dialect),
+    outbox,
+    jobs,
+    clock,
+  });
   const campaignStore = createCampaignStore(dialect);
   const campaigns = createCampaignService({
     knex,
@@ -243,7 +254,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   const dispatcher = createTriggerDispatcher({
     db,
     outbox,
-    consumers: [],
+    consumers: [segments.consumeFacts],
     onFailure: (fact, error) =>
       process.stderr.write(`emk worker: trigger fact ${fact.id} (${fact.triggerType}) set aside: ${error instanceof Error ? error.message : String(error)}\n`),
   });
@@ -279,7 +290,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     rateLimiter,
     jobs,
     /** What the worker runs, by job kind: each noun's handlers. */
-    jobHandlers: { ...campaigns.handlers },
+    jobHandlers: { ...campaigns.handlers, ...segments.handlers },
     /** What the worker drains before each claim: the trigger outbox. */
     workerPumps: [() => dispatcher.drainOnce()],
     dispatcher,
@@ -288,6 +299,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     messages,
     tracking,
     campaigns,
+    segments,
     reports,
     consent,
     /** Finishes pending writes, then closes the relay's connections and the database. Safe to call more than once. */
