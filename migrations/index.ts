@@ -19,6 +19,7 @@ import * as createProductPairTotals from './202611211402_create_product_pair_tot
 import * as createJobs from './202611241000_create_jobs.js';
 import * as createCampaignsAndMessages from './202611241001_create_campaigns_and_messages.js';
 import * as createFlows from './202611241100_create_flows.js';
+import * as createSegments from './202611241101_create_segments.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -50,4 +51,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611241000_create_jobs', createJobs],
   ['202611241001_create_campaigns_and_messages', createCampaignsAndMessages],
   ['202611241100_create_flows', createFlows],
+  ['202611241101_create_segments', createSegments],
 ];

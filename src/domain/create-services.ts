@@ -57,7 +57,9 @@ import { createFlowStore } from './flows/flow-store.js';
 import { createFlowEngine } from './flows/flow-engine.js';
 import { createFlowService } from './flows/flow-service.js';
 import { createTriggerContexts } from './flows/trigger-context.js';
-import { ValidationError } from './errors.js';
+import { parseConditions, type SegmentConditions } from './segments/segment.schema.js';
+import { createSegmentService } from './segments/segment-service.js';
+import { createSegmentStore } from './segments/segment-store.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -233,6 +235,15 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     workspaces,
     baseUrl: email.baseUrl,
   });
+  const segments = createSegmentService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    dialect,
+    store: createSegmentStore(dialect),
+    outbox,
+    jobs,
+    clock,
+  });
   const campaignStore = createCampaignStore(dialect);
   const sendReport = createSendReports({ messageStore, attributionStore, orderStore });
   const campaigns = createCampaignService({
@@ -246,14 +257,6 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     contactStore,
     sendReport,
   });
-  // Until segments land: no filters, no segment triggers.
-  const flowSegments = {
-    checkConditions: (): never => {
-      throw new ValidationError('invalid request: filters are not supported yet');
-    },
-    exists: async () => false,
-    matching: async () => new Set<string>(),
-  };
   const flowStore = createFlowStore(dialect);
   const flowEngine = createFlowEngine({
     knex,
@@ -265,7 +268,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     contactStore,
     messageStore,
     messages,
-    filters: flowSegments.matching,
+    filters: (db, workspaceId, conditions, contactIds) => segments.matching(db, workspaceId, conditions as SegmentConditions, contactIds),
   });
   const flows = createFlowService({
     knex,
@@ -273,14 +276,14 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     store: flowStore,
     engine: flowEngine,
     templates,
-    segments: flowSegments,
+    segments: { checkConditions: parseConditions, exists: segments.exists },
     sendReport,
   });
   // The outbox consumer: each noun that acts on trigger facts (flows, segments) is one consumer.
   const dispatcher = createTriggerDispatcher({
     db,
     outbox,
-    consumers: [flowEngine.consumeFacts],
+    consumers: [segments.consumeFacts, flowEngine.consumeFacts],
     onFailure: (fact, error) =>
       process.stderr.write(`emk worker: trigger fact ${fact.id} (${fact.triggerType}) set aside: ${error instanceof Error ? error.message : String(error)}\n`),
   });
@@ -316,7 +319,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     rateLimiter,
     jobs,
     /** What the worker runs, by job kind: each noun's handlers. */
-    jobHandlers: { ...campaigns.handlers, ...flowEngine.handlers },
+    jobHandlers: { ...campaigns.handlers, ...segments.handlers, ...flowEngine.handlers },
     /** What the worker drains before each claim: the trigger outbox. */
     workerPumps: [() => dispatcher.drainOnce()],
     dispatcher,
@@ -326,6 +329,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     tracking,
     campaigns,
     flows,
+    segments,
     reports,
     consent,
     /** Finishes pending writes, then closes the relay's connections and the database. Safe to call more than once. */

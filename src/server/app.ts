@@ -24,6 +24,7 @@ import { feedRoutes } from './routes/feeds/feed-routes.js';
 import { healthRoutes } from './routes/health/health-routes.js';
 import { campaignRoutes } from './routes/campaigns/campaign-routes.js';
 import { flowRoutes } from './routes/flows/flow-routes.js';
+import { segmentRoutes } from './routes/segments/segment-routes.js';
 import { messageRoutes } from './routes/messages/message-routes.js';
 import { suppressionRoutes } from './routes/suppressions/suppression-routes.js';
 import { reportRoutes } from './routes/reports/report-routes.js';
@@ -92,6 +93,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       await api.register(settingsRoutes(services));
       await api.register(campaignRoutes(services));
       await api.register(flowRoutes(services));
+      await api.register(segmentRoutes(services));
       await api.register(messageRoutes(services));
       await api.register(suppressionRoutes(services));
       await api.register(reportRoutes(services));

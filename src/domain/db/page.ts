@@ -18,7 +18,8 @@ export async function selectPage<Row>(
   paging: Paging,
   fromRow: (raw: Record<string, unknown>) => Row,
 ): Promise<{ rows: Row[]; total: number }> {
-  const [{ total }] = (await base.clone().count({ total: '*' })) as [{ total: number | string }];
+  // The count drops the page's columns: `base` may select some (a join's), which COUNT cannot sit beside.
+  const [{ total }] = (await base.clone().clearSelect().count({ total: '*' })) as [{ total: number | string }];
   const rows = await base.orderBy(orderBy).limit(paging.perPage).offset(offsetOf(paging));
   return { rows: rows.map(fromRow), total: Number(total) };
 }

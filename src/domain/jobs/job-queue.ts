@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Database } from '../db/database.js';
+import type { Database, Db } from '../db/database.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import type { Job, JobStore } from './job-store.js';
 
@@ -104,7 +104,8 @@ export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Cl
       return at === null ? null : Math.max(0, at - clock());
     },
 
-    pendingCount: (kinds?: string[]) => store.pendingCount(db.knex, kinds),
+    /** Jobs not given up (running ones included); `trx` to read inside the caller's transaction. */
+    pendingCount: (kinds?: string[], trx: Db = db.knex) => store.pendingCount(trx, kinds),
     failed: (limit = 50) => store.failed(db.knex, limit),
   };
 }

@@ -37,7 +37,7 @@ export interface OrderRow {
 const KEYS_PER_QUERY = 5_000;
 
 /** Net revenue of an order (what lifetime revenue and reports sum): nothing once cancelled, less refunds. */
-const NET_REVENUE_SQL = 'CASE WHEN cancelled_at IS NULL THEN total_amount - refunded_amount ELSE 0 END';
+export const NET_REVENUE_SQL = 'CASE WHEN cancelled_at IS NULL THEN total_amount - refunded_amount ELSE 0 END';
 
 export function createOrderStore(dialect: Dialect) {
   const fromRow = (raw: Record<string, unknown>): OrderRow => ({

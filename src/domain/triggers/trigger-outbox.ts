@@ -134,3 +134,20 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
 }
 
 export type TriggerOutbox = ReturnType<typeof createTriggerOutbox>;
+
+/**
+ * What a `contact_changed` fact says changed (its payload's `change`), so segments re-evaluate only the
+ * conditions that read it: `profile` properties or status, `orders` the contact's orders (cancelled, refunded,
+ * updated, synced), `created` a new contact (any condition may hold for it).
+ */
+export type ContactChange = 'created' | 'profile' | 'orders';
+
+export const contactChangedFact = (workspaceId: string, contactId: string, change: ContactChange, at: number): TriggerFact => ({
+  workspaceId,
+  triggerType: 'contact_changed',
+  contactId,
+  subjectType: 'contact',
+  subjectId: contactId,
+  payload: { change },
+  at,
+});

@@ -9,6 +9,15 @@ export type DriverFault = { kind: 'unique' } | { kind: 'invalid_value'; reason: 
 
 export type InvalidValueReason = 'text' | 'range' | 'length' | 'format';
 
+/** A piece of SQL and the values bound to its `?` placeholders, in order. */
+export interface SqlFragment {
+  sql: string;
+  bindings: Knex.Value[];
+}
+
+/** A JSON scalar a condition compares with. */
+export type JsonScalar = string | number | boolean;
+
 export interface ConnectionOptions {
   /**
    * Commits do not wait for the disk — only for a pool that holds data that may be lost in a crash
@@ -42,6 +51,21 @@ export interface Dialect {
   readJson<T = unknown>(value: unknown): T;
   /** SQL for the text of a top-level field of a JSON column (null when absent); `field` is a trusted name. */
   jsonText(column: string, field: string): string;
+  /*
+   * A top-level field of a JSON column addressed by a key that comes from a user (segment conditions): the key
+   * is bound, never spliced into the SQL. Keys may hold any character but a double quote (SQLite's JSON paths
+   * cannot quote one).
+   */
+  /** The field's value when it is a JSON string, else NULL. */
+  jsonFieldString(column: string, key: string): SqlFragment;
+  /** The field's value when it is a JSON number, else NULL. */
+  jsonFieldNumber(column: string, key: string): SqlFragment;
+  /** True when the field is present and not JSON null. */
+  jsonFieldPresent(column: string, key: string): SqlFragment;
+  /** True when the field equals the value with its JSON type (the string "1" is not the number 1). */
+  jsonFieldEquals(column: string, key: string, value: JsonScalar): SqlFragment;
+  /** True when the field is an array holding this string. */
+  jsonFieldHasElement(column: string, key: string, value: string): SqlFragment;
   readBoolean(value: unknown): boolean;
   /** Numeric and decimal columns come back as strings from pg. */
   readNumber(value: unknown): number;

@@ -62,6 +62,22 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     readNullableNumber,
     driverFault,
     jsonText: (column, field) => `(${column} ->> '${field}')`,
+    // `?::text`: `->` is also defined for integer indexes, so an untyped parameter would be ambiguous.
+    jsonFieldString: (column, key) => ({
+      sql: `CASE WHEN jsonb_typeof(${column} -> ?::text) = 'string' THEN ${column} ->> ?::text END`,
+      bindings: [key, key],
+    }),
+    // CASE, not AND: it guarantees the cast only ever sees a number.
+    jsonFieldNumber: (column, key) => ({
+      sql: `CASE WHEN jsonb_typeof(${column} -> ?::text) = 'number' THEN (${column} ->> ?::text)::numeric END`,
+      bindings: [key, key],
+    }),
+    jsonFieldPresent: (column, key) => ({ sql: `COALESCE(jsonb_typeof(${column} -> ?::text), 'null') <> 'null'`, bindings: [key] }),
+    jsonFieldEquals: (column, key, value) => ({ sql: `COALESCE((${column} -> ?::text) = ?::jsonb, false)`, bindings: [key, JSON.stringify(value)] }),
+    jsonFieldHasElement: (column, key, value) => ({
+      sql: `COALESCE(jsonb_typeof(${column} -> ?::text), '') = 'array' AND (${column} -> ?::text) @> jsonb_build_array(?::text)`,
+      bindings: [key, key, value],
+    }),
     forUpdate: (query) => query.forUpdate() as typeof query,
     forUpdateSkipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
     newIdSql: 'gen_random_uuid()::text',

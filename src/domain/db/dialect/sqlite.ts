@@ -4,6 +4,9 @@ import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { readNullableNumber, readNumber, type Dialect, type DriverFault } from './dialect.js';
 
+/** The JSON path of a top-level key, quoted so dots and brackets in it are part of the name. */
+const jsonPath = (key: string) => `$."${key}"`;
+
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /**
@@ -144,6 +147,26 @@ export function sqliteDialect(filename: string): Dialect {
     readNullableNumber,
     driverFault,
     jsonText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
+    jsonFieldString: (column, key) => ({
+      sql: `CASE WHEN json_type(${column}, ?) = 'text' THEN json_extract(${column}, ?) END`,
+      bindings: [jsonPath(key), jsonPath(key)],
+    }),
+    jsonFieldNumber: (column, key) => ({
+      sql: `CASE WHEN json_type(${column}, ?) IN ('integer', 'real') THEN json_extract(${column}, ?) END`,
+      bindings: [jsonPath(key), jsonPath(key)],
+    }),
+    jsonFieldPresent: (column, key) => ({ sql: `COALESCE(json_type(${column}, ?), 'null') <> 'null'`, bindings: [jsonPath(key)] }),
+    jsonFieldEquals: (column, key, value) =>
+      typeof value === 'boolean'
+        ? { sql: `COALESCE(json_type(${column}, ?), '') = ?`, bindings: [jsonPath(key), String(value)] }
+        : {
+            sql: `COALESCE(json_type(${column}, ?), '') IN (${typeof value === 'string' ? "'text'" : "'integer', 'real'"}) AND json_extract(${column}, ?) = ?`,
+            bindings: [jsonPath(key), jsonPath(key), value],
+          },
+    jsonFieldHasElement: (column, key, value) => ({
+      sql: `COALESCE(json_type(${column}, ?), '') = 'array' AND EXISTS (SELECT 1 FROM json_each(${column}, ?) AS element WHERE element.type = 'text' AND element.value = ?)`,
+      bindings: [jsonPath(key), jsonPath(key), value],
+    }),
     // A single connection is the single writer: nothing else can change the row mid-transaction.
     forUpdate: (query) => query,
     forUpdateSkipLocked: (query) => query,
