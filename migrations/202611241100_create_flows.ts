@@ -18,8 +18,9 @@ export async function up(knex: Knex): Promise<void> {
     t.string('reentry', 16).notNullable();
     t.jsonb('filters').nullable();
     t.double('smart_sending_hours').notNullable().defaultTo(0);
-    // When the flow last went live: segment_entered flows enrol only those who enter after it.
-    t.bigInteger('live_since').nullable();
+    // The last outbox fact recorded before the flow last went live: segment_entered flows enrol only those
+    // who enter after it (an order of facts, free of any process's clock).
+    t.bigInteger('live_after_fact').nullable();
     // Email steps skipped by rule (no message row): the report's `skipped`.
     t.integer('skipped').notNullable().defaultTo(0);
     // A deleted flow is kept (messages and attributed orders name it) but answers 404.

@@ -233,6 +233,48 @@ describeEachDatabase('flows', (h) => {
     );
   });
 
+  it('segment_entered enrols those who enter after the flow went live, not those already in the segment', async () => {
+    const ws = await h().workspace();
+    const early = await contact(ws, 'subscribed');
+    const late = await contact(ws, 'subscribed');
+    await event(ws, early, 'joined_club');
+    await work();
+    const segment = await api(ws, 'POST', '/segments', { name: 'Club', conditions: { all: [{ event: 'joined_club', count: { gte: 1 } }] } });
+    expect(segment.statusCode).toBe(201);
+    const id = await flow(ws, { trigger: { type: 'segment_entered', segment_id: segment.json().id } });
+    await event(ws, late, 'joined_club');
+    await work();
+    const rows = await enrollments(ws, id);
+    expect(rows.map((e) => e.contact_id)).toEqual([late]);
+    expect(rows[0]!.status).toBe('completed');
+  });
+
+  it('filters are checked at enrolment and before each email step (exit reason filters); bad filters are a 400 naming the place', async () => {
+    const ws = await h().workspace();
+    const bad = await api(ws, 'POST', '/flows', { name: 'F', trigger: { type: 'order_placed' }, filters: { all: [{ property: 'vip', operator: 'is' }] } });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json().error).toMatch(/filters\.all\[0\]\.operator/);
+    const vip = await contact(ws, 'subscribed', { vip: 'yes' });
+    const other = await contact(ws, 'subscribed', { vip: 'no' });
+    const id = await flow(ws, {
+      trigger: { type: 'event', event_name: 'browse' },
+      filters: { all: [{ property: 'vip', operator: 'equals', value: 'yes' }] },
+      steps: [{ type: 'delay', minutes: 60 }, EMAIL],
+    });
+    await event(ws, vip, 'browse');
+    await event(ws, other, 'browse');
+    await work();
+    const rows = await enrollments(ws, id);
+    expect(rows.map((e) => e.contact_id)).toEqual([vip]);
+    // No longer a VIP when the wait is over: the email step ends the enrolment instead.
+    await api(ws, 'PATCH', `/contacts/${vip}`, { properties: { vip: 'lapsed' } });
+    await knex()('flow_enrollments').where({ id: rows[0]!.id }).update({ next_run_at: Date.now() - 1 });
+    await knex()('jobs').where({ kind: 'flow.step' }).update({ run_at: Date.now() - 1 });
+    await work();
+    expect((await enrollments(ws, id))[0]).toMatchObject({ status: 'exited', exit_reason: 'filters' });
+    expect(await messagesOf(ws, `flow_id=${id}`)).toEqual([]);
+  });
+
   // ------------------------------------------------------------------ steps, waits and statuses
 
   it('a delay waits (fractional minutes), the enrolment shows waiting with next_run_at, then the next email goes out', async () => {

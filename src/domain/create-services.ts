@@ -277,6 +277,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     engine: flowEngine,
     templates,
     segments: { checkConditions: parseConditions, exists: segments.exists },
+    outbox,
     sendReport,
   });
   // The outbox consumer: each noun that acts on trigger facts (flows, segments) is one consumer.

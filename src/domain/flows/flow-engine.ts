@@ -37,7 +37,7 @@ function starts(flow: FlowRow, fact: OutboxFact): boolean {
       return fact.triggerType === 'shipping_information' && (trigger.source_filter === 'all' || trigger.source_filter === fact.source);
     case 'segment_entered':
       // Only those who enter after the flow went live.
-      return fact.triggerType === 'segment_entered' && fact.subjectId === trigger.segment_id && fact.at >= (flow.live_since ?? Infinity);
+      return fact.triggerType === 'segment_entered' && fact.subjectId === trigger.segment_id && fact.id > (flow.live_after_fact ?? Infinity);
     case 'abandoned_cart':
       return false;
   }

@@ -7,6 +7,7 @@ import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
 import type { Templates } from '../templates/template-engine.js';
+import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
 import type { FlowEngine } from './flow-engine.js';
 import {
   enrollmentListQuerySchema,
@@ -37,10 +38,11 @@ export function createFlowService(deps: {
   engine: FlowEngine;
   templates: Templates;
   segments: FlowSegments;
+  outbox: TriggerOutbox;
   sendReport: SendReports;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, engine, templates, segments, sendReport } = deps;
+  const { knex, writeTransaction, store, engine, templates, segments, outbox, sendReport } = deps;
   const clock = deps.clock ?? systemClock;
 
   /** Templates parse, filters are usable conditions, a segment trigger names a segment: each 400 names its place. */
@@ -84,13 +86,16 @@ export function createFlowService(deps: {
         reentry: input.reentry,
         filters: input.filters ?? null,
         smart_sending_hours: input.smart_sending_hours,
-        live_since: input.status === 'live' ? now : null,
+        live_after_fact: null,
         skipped: 0,
         deleted_at: null,
         created_at: now,
         updated_at: now,
       };
-      await writeTransaction((trx) => store.insert(trx, row));
+      await writeTransaction(async (trx) => {
+        if (row.status === 'live') row.live_after_fact = await outbox.lastFactId(trx);
+        await store.insert(trx, row);
+      });
       return store.toRecord(row);
     },
 
@@ -101,7 +106,7 @@ export function createFlowService(deps: {
 
     get: async (workspaceId: string, id: string): Promise<Flow> => store.toRecord(await load(knex, workspaceId, id)),
 
-    /** Any field; going live (again) stamps `live_since` and resumes the enrolments the flow held. */
+    /** Any field; going live (again) marks where segment entries start to count and resumes the enrolments the flow held. */
     async update(workspaceId: string, id: string, body: unknown): Promise<Flow> {
       const input = parseInput(flowUpdateSchema, body);
       await check(knex, workspaceId, input);
@@ -111,7 +116,7 @@ export function createFlowService(deps: {
         const patch: Partial<FlowRow> = { ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)), updated_at: now };
         if (input.trigger) patch.trigger_type = input.trigger.type;
         const goesLive = input.status === 'live' && row.status !== 'live';
-        if (goesLive) patch.live_since = now;
+        if (goesLive) patch.live_after_fact = await outbox.lastFactId(trx);
         await store.update(trx, id, patch);
         if (goesLive) await engine.resume(trx, id);
         return store.toRecord(await load(trx, workspaceId, id));

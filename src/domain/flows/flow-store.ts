@@ -20,7 +20,7 @@ export interface FlowRow {
   reentry: 'always' | 'once';
   filters: Record<string, unknown> | null;
   smart_sending_hours: number;
-  live_since: number | null;
+  live_after_fact: number | null;
   skipped: number;
   deleted_at: number | null;
   created_at: number;
@@ -57,7 +57,7 @@ export function createFlowStore(dialect: Dialect) {
     steps: dialect.readJson<FlowStep[]>(raw.steps),
     filters: raw.filters === null || raw.filters === undefined ? null : dialect.readJson<Record<string, unknown>>(raw.filters),
     smart_sending_hours: dialect.readNumber(raw.smart_sending_hours),
-    live_since: dialect.readNullableNumber(raw.live_since),
+    live_after_fact: dialect.readNullableNumber(raw.live_after_fact),
     skipped: dialect.readNumber(raw.skipped),
     deleted_at: dialect.readNullableNumber(raw.deleted_at),
     created_at: dialect.readNumber(raw.created_at),

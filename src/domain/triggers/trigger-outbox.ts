@@ -105,6 +105,12 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
       return dialect.readNullableNumber((await query)?.id);
     },
 
+    /** The newest fact's id (0: none yet). */
+    async lastFactId(db: Db): Promise<number> {
+      const row = await db('trigger_outbox').max({ id: 'id' }).first();
+      return dialect.readNullableNumber(row?.id) ?? 0;
+    },
+
     async find(db: Db, id: number): Promise<OutboxFact | null> {
       const row = await db('trigger_outbox').where({ id }).first();
       return row ? toFact(row) : null;
