@@ -4,6 +4,7 @@ import type { Database, Db } from '../db/database.js';
 import type { Job, JobHandlers, JobQueue, JobToEnqueue } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
 import type { MessageStore } from '../messages/message-store.js';
+import { chunk } from '../db/bulk.js';
 import { uuidv7 } from '../shared/ids.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import type { FactConsumer } from '../triggers/trigger-dispatcher.js';
@@ -13,6 +14,9 @@ import { IN_PROGRESS, type EnrollmentRow, type FlowRow, type FlowStore, type Tri
 import type { TriggerContexts } from './trigger-context.js';
 
 export const FLOW_JOBS = { step: 'flow.step', cartCheck: 'flow.cart_check' } as const;
+
+/** Enrolments per step job: a retried job redoes little, and one job renders and delivers a batch of messages. */
+export const STEP_BATCH = 100;
 
 /** Which contacts meet a flow's filters now (segment conditions, docs/segments.md). */
 export type FilterMatcher = (db: Db, workspaceId: string, conditions: Record<string, unknown>, contactIds: string[]) => Promise<Set<string>>;
@@ -84,11 +88,9 @@ export function createFlowEngine(deps: {
   const { knex, writeTransaction, store, outbox, jobs, contexts, contactStore, messageStore, messages, filters } = deps;
   const clock = deps.clock ?? systemClock;
 
-  const stepJob = (enrollmentId: string, step: number, runAt?: number): JobToEnqueue => ({
-    kind: FLOW_JOBS.step,
-    payload: { enrollmentId, step },
-    ...(runAt === undefined ? {} : { runAt }),
-  });
+  /** Step jobs for enrolments (id, step), a job per STEP_BATCH of them: one job sends one batch of messages. */
+  const stepJobs = (items: ReadonlyArray<readonly [string, number]>, runAt?: number): JobToEnqueue[] =>
+    chunk([...items], STEP_BATCH).map((part) => ({ kind: FLOW_JOBS.step, payload: { enrollments: part }, ...(runAt === undefined ? {} : { runAt }) }));
 
   /** Contacts of these requests that meet their flow's filters (flows without filters keep everyone). */
   async function meetingFilters(db: Db, requests: EnrollmentRequest[]): Promise<EnrollmentRequest[]> {
@@ -126,7 +128,7 @@ export function createFlowEngine(deps: {
       updated_at: now,
     }));
     const inserted = await store.insertEnrollments(trx, rows);
-    await jobs.enqueue(trx, inserted.map((row) => stepJob(row.id, 0)));
+    await jobs.enqueue(trx, stepJobs(inserted.map((row) => [row.id, 0] as const)));
     return inserted.length;
   }
 
@@ -191,93 +193,128 @@ export function createFlowEngine(deps: {
     );
   };
 
-  /** Whether an email step must end the enrolment first: an order since the cart, or filters no longer met. */
-  async function exitBeforeEmail(e: EnrollmentRow, flow: FlowRow): Promise<ExitReason | null> {
-    if (flow.trigger.type === 'abandoned_cart' && e.trigger_fact_id !== null) {
-      if ((await outbox.latestFactId(knex, e.contact_id, { after: e.trigger_fact_id }, ORDERS)) !== null) return 'order_placed';
-    }
-    if (flow.filters !== null && !(await filters(knex, flow.workspace_id, flow.filters, [e.contact_id])).has(e.contact_id)) return 'filters';
-    return null;
+  /** Enrolments of one flow standing at one step, run together. */
+  interface AtStep {
+    flow: FlowRow;
+    step: number;
+    enrollments: EnrollmentRow[];
   }
 
-  /** One email step for one enrolment: its message written once, then delivered unless it reached an end. */
-  async function sendEmail(e: EnrollmentRow, flow: FlowRow, index: number, step: EmailStep): Promise<void> {
-    const key = `f:${e.id}:${index}`;
-    if ((await messageStore.statusByDedupeKey(knex, key)) === null) {
-      const contact = await contactStore.findById(knex, e.workspace_id, e.contact_id);
-      if (!contact) return;
-      const now = clock();
-      // Smart sending: marketing email only, and only if none reached the contact within the window.
-      if (flow.message_type === 'marketing' && flow.smart_sending_hours > 0) {
-        if (await messageStore.marketingSentSince(knex, e.contact_id, now - flow.smart_sending_hours * 3_600_000)) {
-          await store.addSkipped(knex, flow.id, 1);
-          return;
-        }
+  /** Those of a group that must leave before an email: an order since the cart, or filters no longer met. */
+  async function exitsBeforeEmail({ flow, enrollments }: AtStep): Promise<Map<string, ExitReason>> {
+    const exits = new Map<string, ExitReason>();
+    if (flow.trigger.type === 'abandoned_cart') {
+      for (const e of enrollments) {
+        if (e.trigger_fact_id !== null && (await outbox.latestFactId(knex, e.contact_id, { after: e.trigger_fact_id }, ORDERS)) !== null) exits.set(e.id, 'order_placed');
       }
-      await writeTransaction((trx) =>
-        messageStore.insertFlowMessages(
-          trx,
-          [
-            {
-              id: uuidv7(now),
-              workspace_id: e.workspace_id,
-              contact_id: e.contact_id,
-              flow_id: flow.id,
-              enrollment_id: e.id,
-              dedupe_key: key,
-              message_type: flow.message_type,
-              to_email: contact.email,
-            },
-          ],
-          now,
-        ),
-      );
     }
-    const pending = await messageStore.pendingByDedupeKeys(knex, [key]);
+    if (flow.filters !== null) {
+      const meeting = await filters(knex, flow.workspace_id, flow.filters, [...new Set(enrollments.map((e) => e.contact_id))]);
+      for (const e of enrollments) if (!exits.has(e.id) && !meeting.has(e.contact_id)) exits.set(e.id, 'filters');
+    }
+    return exits;
+  }
+
+  /**
+   * One email step for a group: each message written once (keyed by enrolment × step), then every one that has
+   * not reached an end delivered in one pass, each rendered with its own trigger.
+   */
+  async function sendEmails({ flow, step, enrollments }: AtStep, content: EmailStep): Promise<void> {
+    const keyOf = (e: EnrollmentRow) => `f:${e.id}:${step}`;
+    const existing = await messageStore.existingDedupeKeys(knex, enrollments.map(keyOf));
+    const fresh = enrollments.filter((e) => !existing.has(keyOf(e)));
+    const now = clock();
+    // Smart sending: marketing email only, and only to those who got none within the window.
+    const recent =
+      flow.message_type === 'marketing' && flow.smart_sending_hours > 0
+        ? await messageStore.marketingSentSince(knex, [...new Set(fresh.map((e) => e.contact_id))], now - flow.smart_sending_hours * 3_600_000)
+        : new Set<string>();
+    const contacts = new Map((await contactStore.findByIds(knex, flow.workspace_id, [...new Set(fresh.map((e) => e.contact_id))])).map((c) => [c.id, c]));
+    const writing = fresh.filter((e) => !recent.has(e.contact_id) && contacts.has(e.contact_id));
+    await writeTransaction(async (trx) => {
+      await store.addSkipped(trx, flow.id, fresh.filter((e) => recent.has(e.contact_id)).length);
+      await messageStore.insertFlowMessages(
+        trx,
+        writing.map((e) => ({
+          id: uuidv7(now),
+          workspace_id: e.workspace_id,
+          contact_id: e.contact_id,
+          flow_id: flow.id,
+          enrollment_id: e.id,
+          dedupe_key: keyOf(e),
+          message_type: flow.message_type,
+          to_email: contacts.get(e.contact_id)!.email,
+        })),
+        now,
+      );
+    });
+    const pending = await messageStore.pendingByDedupeKeys(knex, enrollments.map(keyOf));
     if (pending.length === 0) return;
+    const contextOf = new Map(enrollments.map((e) => [e.id, e.context]));
     await messages.deliver(
-      e.workspace_id,
+      flow.workspace_id,
       pending,
-      { subject: step.subject, html: step.html, text: step.text ?? null, from_email: step.from_email ?? null, from_name: step.from_name ?? null },
-      { extra: e.context, settle: (trx, skipped) => store.addSkipped(trx, flow.id, skipped) },
+      { subject: content.subject, html: content.html, text: content.text ?? null, from_email: content.from_email ?? null, from_name: content.from_name ?? null },
+      { variablesOf: (m) => contextOf.get(m.enrollment_id ?? '') ?? {}, settle: (trx, skipped) => store.addSkipped(trx, flow.id, skipped) },
     );
   }
 
-  /** Runs an enrolment from its current step until a delay, an exit, or its end. */
-  async function runSteps(job: Job): Promise<void> {
-    const e = await store.findEnrollment(knex, String(job.payload.enrollmentId));
-    if (!e || !IN_PROGRESS.includes(e.status) || e.current_step !== Number(job.payload.step)) return;
-    const flow = await store.findById(knex, e.flow_id);
-    if (!flow || flow.deleted_at !== null) return;
-    // A flow that is not live holds its enrolments where they are; going live again resumes them.
-    if (flow.status !== 'live') return;
-    const now = clock();
-    if (e.next_run_at !== null && e.next_run_at > now) {
-      await writeTransaction((trx) => jobs.enqueue(trx, [stepJob(e.id, e.current_step, e.next_run_at!)]));
-      return;
-    }
-    for (let i = e.current_step; i < flow.steps.length; i++) {
-      const step = flow.steps[i]!;
-      if (step.type === 'delay' && step.minutes > 0) {
-        const at = now + step.minutes * 60_000;
+  /** Runs a group from its step until a delay, an exit, or the end; enrolments that did not move drop out. */
+  async function runFrom(group: AtStep): Promise<void> {
+    let { step, enrollments } = group;
+    const { flow } = group;
+    const ids = () => enrollments.map((e) => e.id);
+    for (; step < flow.steps.length && enrollments.length > 0; step++) {
+      const now = clock();
+      const current = flow.steps[step]!;
+      if (current.type === 'delay' && current.minutes > 0) {
+        const at = now + current.minutes * 60_000;
         await writeTransaction(async (trx) => {
-          if (await store.advance(trx, e.id, i, { status: 'waiting', current_step: i + 1, next_run_at: at, updated_at: now })) {
-            await jobs.enqueue(trx, [stepJob(e.id, i + 1, at)]);
-          }
+          const moved = await store.advance(trx, ids(), step, { status: 'waiting', current_step: step + 1, next_run_at: at, updated_at: now });
+          await jobs.enqueue(trx, stepJobs([...moved].map((id) => [id, step + 1] as const), at));
         });
         return;
       }
-      if (step.type === 'email') {
-        const exit = await exitBeforeEmail(e, flow);
-        if (exit !== null) {
-          await store.advance(knex, e.id, i, { status: 'exited', exit_reason: exit, next_run_at: null, updated_at: clock() });
-          return;
+      if (current.type === 'email') {
+        const exits = await exitsBeforeEmail({ flow, step, enrollments });
+        for (const reason of new Set(exits.values())) {
+          const leaving = [...exits].filter(([, r]) => r === reason).map(([id]) => id);
+          await store.advance(knex, leaving, step, { status: 'exited', exit_reason: reason, next_run_at: null, updated_at: now });
         }
-        await sendEmail(e, flow, i, step);
+        enrollments = enrollments.filter((e) => !exits.has(e.id));
+        if (enrollments.length > 0) await sendEmails({ flow, step, enrollments }, current);
       }
-      if (!(await store.advance(knex, e.id, i, { status: 'active', current_step: i + 1, next_run_at: null, updated_at: clock() }))) return;
+      const moved = await store.advance(knex, ids(), step, { status: 'active', current_step: step + 1, next_run_at: null, updated_at: clock() });
+      enrollments = enrollments.filter((e) => moved.has(e.id));
     }
-    await store.advance(knex, e.id, flow.steps.length, { status: 'completed', updated_at: clock() });
+    if (enrollments.length > 0) await store.advance(knex, ids(), flow.steps.length, { status: 'completed', updated_at: clock() });
+  }
+
+  /** A step job: its enrolments that are still where the job found them, grouped by flow and step. */
+  async function runSteps(job: Job): Promise<void> {
+    const wanted = new Map((job.payload.enrollments as Array<[string, number]>).map(([id, step]) => [id, step]));
+    const rows = (await store.findEnrollments(knex, [...wanted.keys()])).filter((e) => IN_PROGRESS.includes(e.status) && e.current_step === wanted.get(e.id));
+    const flows = new Map((await store.findByIds(knex, [...new Set(rows.map((e) => e.flow_id))])).map((f) => [f.id, f]));
+    const now = clock();
+    const groups = new Map<string, AtStep>();
+    const early: EnrollmentRow[] = [];
+    for (const e of rows) {
+      const flow = flows.get(e.flow_id);
+      // A flow that is not live holds its enrolments where they are; going live again resumes them.
+      if (!flow || flow.deleted_at !== null || flow.status !== 'live') continue;
+      if (e.next_run_at !== null && e.next_run_at > now) {
+        early.push(e);
+        continue;
+      }
+      const key = `${flow.id}:${e.current_step}`;
+      const group = groups.get(key) ?? { flow, step: e.current_step, enrollments: [] };
+      group.enrollments.push(e);
+      groups.set(key, group);
+    }
+    if (early.length > 0) {
+      await writeTransaction((trx) => jobs.enqueue(trx, early.flatMap((e) => stepJobs([[e.id, e.current_step]], e.next_run_at!))));
+    }
+    for (const group of groups.values()) await runFrom(group);
   }
 
   const handlers: JobHandlers = {
@@ -285,10 +322,8 @@ export function createFlowEngine(deps: {
       try {
         await runSteps(job);
       } catch (error) {
-        // Out of attempts: the enrolment is failed for the operator to see; the job keeps the error.
-        if (job.attempt >= job.maxAttempts) {
-          await knex('flow_enrollments').where({ id: String(job.payload.enrollmentId) }).whereIn('status', IN_PROGRESS).update({ status: 'failed', updated_at: clock() });
-        }
+        // Out of attempts: the enrolments are failed for the operator to see; the job keeps the error.
+        if (job.attempt >= job.maxAttempts) await store.fail(knex, (job.payload.enrollments as Array<[string, number]>).map(([id]) => id), clock());
         throw error;
       }
     },
@@ -325,7 +360,7 @@ export function createFlowEngine(deps: {
     async resume(trx: Knex.Transaction, flowId: string): Promise<void> {
       const now = clock();
       const held = await store.inProgress(trx, flowId);
-      await jobs.enqueue(trx, held.map((e) => stepJob(e.id, e.current_step, Math.max(now, e.next_run_at ?? now))));
+      await jobs.enqueue(trx, held.flatMap((e) => stepJobs([[e.id, e.current_step]], Math.max(now, e.next_run_at ?? now))));
     },
   };
 }

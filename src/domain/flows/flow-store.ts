@@ -170,14 +170,42 @@ export function createFlowStore(dialect: Dialect) {
       return inserted;
     },
 
-    async findEnrollment(db: Db, id: string): Promise<EnrollmentRow | null> {
-      const row = await db('flow_enrollments').where({ id }).first();
-      return row ? enrollmentFromRow(row) : null;
+    async findEnrollments(db: Db, ids: string[]): Promise<EnrollmentRow[]> {
+      const out: EnrollmentRow[] = [];
+      for (const part of chunk(ids, 500)) out.push(...(await db('flow_enrollments').whereIn('id', part)).map(enrollmentFromRow));
+      return out;
     },
 
-    /** Moves an enrolment on, only from the step it was read at (a duplicate job finds it moved and does nothing). */
-    async advance(db: Db, id: string, fromStep: number, patch: Partial<Pick<EnrollmentRow, 'status' | 'current_step' | 'next_run_at' | 'exit_reason' | 'updated_at'>>): Promise<boolean> {
-      return (await db('flow_enrollments').where({ id, current_step: fromStep }).whereIn('status', IN_PROGRESS).update(patch)) > 0;
+    async findByIds(db: Db, ids: string[]): Promise<FlowRow[]> {
+      if (ids.length === 0) return [];
+      return (await db('flows').whereIn('id', ids)).map(fromRow);
+    },
+
+    /**
+     * Moves enrolments on, only those still in progress at the step they were read at (a duplicate job finds
+     * them moved and does nothing); returns the ids that moved.
+     */
+    async advance(
+      db: Db,
+      ids: string[],
+      fromStep: number,
+      patch: Partial<Pick<EnrollmentRow, 'status' | 'current_step' | 'next_run_at' | 'exit_reason' | 'updated_at'>>,
+    ): Promise<Set<string>> {
+      const moved = new Set<string>();
+      for (const part of chunk(ids, 500)) {
+        const rows = (await db('flow_enrollments')
+          .whereIn('id', part)
+          .where({ current_step: fromStep })
+          .whereIn('status', IN_PROGRESS)
+          .update(patch)
+          .returning('id')) as Array<{ id: string }>;
+        for (const row of rows) moved.add(row.id);
+      }
+      return moved;
+    },
+
+    async fail(db: Db, ids: string[], now: number): Promise<void> {
+      for (const part of chunk(ids, 500)) await db('flow_enrollments').whereIn('id', part).whereIn('status', IN_PROGRESS).update({ status: 'failed', updated_at: now });
     },
 
     /** Ends the in-progress enrolments that match `where`; returns how many. */

@@ -106,7 +106,11 @@ export function createMessageService(deps: {
       workspaceId: string,
       messages: PendingMessage[],
       content: MessageContent,
-      options: { extra?: Partial<TemplateVariables>; settle?: (trx: Knex.Transaction, skipped: number) => Promise<void> } = {},
+      options: {
+        /** What one message's templates see beyond the recipient (a flow's trigger: event, order, cart). */
+        variablesOf?: (message: PendingMessage) => Partial<TemplateVariables>;
+        settle?: (trx: Knex.Transaction, skipped: number) => Promise<void>;
+      } = {},
     ): Promise<{ delivered: number; failed: number; skipped: number }> {
       const suppressed = await suppressions.suppressedKeys(knex, workspaceId, messages.map((m) => m.to));
       const skipped = messages.filter(
@@ -118,12 +122,12 @@ export function createMessageService(deps: {
       const workspace = await workspaces.get(workspaceId);
       const { sender } = await settings.cached(workspaceId);
       const signer = await tracking.signerFor(workspaceId);
-      const shared = { ...options.extra, workspace: { name: workspace.name } };
+      const shared = { workspace: { name: workspace.name } };
       const outcomes: MessageOutcome[] = [];
       const rendered: Rendered[] = [];
       for (const message of due) {
         try {
-          rendered.push(await render(message, content, signer, shared));
+          rendered.push(await render(message, content, signer, { ...options.variablesOf?.(message), ...shared }));
         } catch (error) {
           const reason = error instanceof Error ? error.message : String(error);
           outcomes.push({ id: message.id, status: 'failed', subject: null, html: null, text: null, error: `render failed: ${reason}`, sent_at: null });
@@ -195,6 +199,7 @@ export function createMessageService(deps: {
         contact_id: contact.id,
         campaign_id: null,
         flow_id: null,
+        enrollment_id: null,
         message_type: 'marketing',
         to: contact.email,
         status: 'queued',

@@ -14,6 +14,7 @@ export interface PendingMessage {
   contact_id: string;
   campaign_id: string | null;
   flow_id: string | null;
+  enrollment_id: string | null;
   message_type: MessageType;
   to: string;
   status: MessageStatus;
@@ -66,6 +67,7 @@ export function createMessageStore(dialect: Dialect) {
       'm.contact_id',
       'm.campaign_id',
       'm.flow_id',
+      'm.enrollment_id',
       'm.message_type',
       'm.to_email',
       'm.status',
@@ -79,6 +81,7 @@ export function createMessageStore(dialect: Dialect) {
       contact_id: row.contact_id as string,
       campaign_id: (row.campaign_id as string | null) ?? null,
       flow_id: (row.flow_id as string | null) ?? null,
+      enrollment_id: (row.enrollment_id as string | null) ?? null,
       message_type: row.message_type as MessageType,
       to: row.to_email as string,
       status: row.status as MessageStatus,
@@ -144,25 +147,38 @@ export function createMessageStore(dialect: Dialect) {
     /** Flow messages (one per enrolment × step); a key that exists already adds nothing. */
     async insertFlowMessages(db: Db, rows: FlowMessageRow[], now: number): Promise<void> {
       if (rows.length === 0) return;
-      await db('messages')
-        .insert(rows.map((row) => ({ ...row, status: 'queued', created_at: now, updated_at: now })))
-        .onConflict('dedupe_key')
-        .ignore();
+      for (const part of chunk(rows, chunkSizeFor(dialect, 12))) {
+        await db('messages')
+          .insert(part.map((row) => ({ ...row, status: 'queued', created_at: now, updated_at: now })))
+          .onConflict('dedupe_key')
+          .ignore();
+      }
     },
 
-    /** Whether the message of this key exists, and whether it reached an end. */
-    async statusByDedupeKey(db: Db, dedupeKey: string): Promise<MessageStatus | null> {
-      const row = await db('messages').where({ dedupe_key: dedupeKey }).first('status');
-      return (row?.status as MessageStatus | undefined) ?? null;
+    /** Which of these keys have a message already. */
+    async existingDedupeKeys(db: Db, keys: string[]): Promise<Set<string>> {
+      const found = new Set<string>();
+      for (const part of chunk(keys, chunkSizeFor(dialect, 1))) {
+        for (const row of await db('messages').whereIn('dedupe_key', part).select('dedupe_key')) found.add(row.dedupe_key as string);
+      }
+      return found;
     },
 
     /** The messages of these keys that have not reached an end, with their recipients. */
-    pendingByDedupeKeys: (db: Db, keys: string[]): Promise<PendingMessage[]> => pending(db, (q) => q.whereIn('m.dedupe_key', keys)),
+    async pendingByDedupeKeys(db: Db, keys: string[]): Promise<PendingMessage[]> {
+      const out: PendingMessage[] = [];
+      for (const part of chunk(keys, chunkSizeFor(dialect, 1))) out.push(...(await pending(db, (q) => q.whereIn('m.dedupe_key', part))));
+      return out;
+    },
 
-    /** Whether the contact got a marketing message at or after `since` (smart sending). */
-    async marketingSentSince(db: Db, contactId: string, since: number): Promise<boolean> {
-      const row = await db('messages').where({ contact_id: contactId, message_type: 'marketing' }).where('sent_at', '>=', since).first('id');
-      return row !== undefined;
+    /** Which of these contacts got a marketing message at or after `since` (smart sending). */
+    async marketingSentSince(db: Db, contactIds: string[], since: number): Promise<Set<string>> {
+      const found = new Set<string>();
+      for (const part of chunk(contactIds, chunkSizeFor(dialect, 1))) {
+        const rows = await db('messages').whereIn('contact_id', part).where({ message_type: 'marketing' }).where('sent_at', '>=', since).distinct('contact_id');
+        for (const row of rows) found.add(row.contact_id as string);
+      }
+      return found;
     },
 
     /** Writes what became of many messages, a statement per few hundred. */
