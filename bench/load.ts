@@ -6,44 +6,64 @@ export interface LoadOptions {
   /** Seconds. */
   duration: number;
   headers: Record<string, string>;
-  /** One body per connection, round robin over this list. */
-  bodies: string[];
-  /** When given, a fresh body for every request instead (e.g. a new order and customer each time). */
+  /** POST: one body per connection, round robin over this list. */
+  bodies?: string[];
+  /** POST: when given, a fresh body for every request instead (e.g. a new order and customer each time). */
   nextBody?: () => string;
+  /** GET these paths (of `url`'s server) in turn, one per request, instead of POSTing bodies. */
+  paths?: string[];
+  /** The status every answer should have (e.g. 302 for a redirect); by default any 2xx. */
+  expectStatus?: number;
 }
 
 export interface LoadResult {
   requestsPerSecond: number;
   p99LatencyMs: number;
+  /** Answers other than the expected: non-2xx, or not `expectStatus` when given. */
   non2xx: number;
   /** Connection errors and timeouts. */
   errors: number;
   total: number;
 }
 
-/** POSTs JSON bodies at `url` for `duration` seconds over keep-alive connections. */
+function requestsOf(options: LoadOptions): Partial<autocannon.Options> {
+  const { paths, bodies, nextBody } = options;
+  if (paths) {
+    if (paths.length === 0) throw new Error('runLoad needs at least one path');
+    let next = 0;
+    return { method: 'GET', requests: [{ setupRequest: (request) => ({ ...request, method: 'GET', path: paths[next++ % paths.length]! }) }] };
+  }
+  if (!bodies || bodies.length === 0) throw new Error('runLoad needs at least one body');
+  let nextClient = 0;
+  return {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...options.headers },
+    body: bodies[0]!,
+    ...(nextBody
+      ? { requests: [{ setupRequest: (request) => ({ ...request, body: nextBody() }) }] }
+      : { setupClient: (client) => client.setBody(bodies[nextClient++ % bodies.length]!) }),
+  };
+}
+
+/** POSTs JSON bodies at `url` (or GETs `paths`) for `duration` seconds over keep-alive connections. */
 export function runLoad(options: LoadOptions): Promise<LoadResult> {
-  if (options.bodies.length === 0) throw new Error('runLoad needs at least one body');
-  let nextBody = 0;
   return new Promise((resolve, reject) => {
     autocannon(
       {
         url: options.url,
-        method: 'POST',
         connections: options.connections,
         duration: options.duration,
-        headers: { 'content-type': 'application/json', ...options.headers },
-        body: options.bodies[0]!,
-        ...(options.nextBody
-          ? { requests: [{ setupRequest: (request) => ({ ...request, body: options.nextBody!() }) }] }
-          : { setupClient: (client) => client.setBody(options.bodies[nextBody++ % options.bodies.length]!) }),
+        headers: options.headers,
+        ...requestsOf(options),
       },
       (error, result) => {
         if (error) return reject(error);
+        const answered = Object.values(result.statusCodeStats).reduce((sum, { count }) => sum + count, 0);
+        const expected = options.expectStatus === undefined ? result['2xx'] : (result.statusCodeStats[String(options.expectStatus)]?.count ?? 0);
         resolve({
           requestsPerSecond: result.requests.average,
           p99LatencyMs: result.latency.p99,
-          non2xx: result.non2xx,
+          non2xx: options.expectStatus === undefined ? result.non2xx : answered - expected,
           errors: result.errors + result.timeouts,
           total: result.requests.total,
         });

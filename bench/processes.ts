@@ -7,16 +7,24 @@ const execFileAsync = promisify(execFile);
 const START_TIMEOUT_MS = 30_000;
 export const STOP_TIMEOUT_MS = 15_000;
 
-/** A server running as a child process, listening where its stderr said. */
-export interface ServerProcess {
+/** A child `node` process of the bench. */
+export interface ChildProcessHandle {
   label: string;
   pid: number;
-  /** `http://host:port` */
-  url: string;
   /** Peak resident set size so far (VmHWM), in KiB; null where /proc is not available. */
   peakRssKib(): number | null;
+  /** User plus system CPU time so far, in seconds; null where /proc is not available. */
+  cpuSeconds(): number | null;
+  /** What it wrote on stderr so far. */
+  stderr(): string;
   /** SIGTERM, then SIGKILL if it has not exited in time. */
   stop(): Promise<StopResult>;
+}
+
+/** A server running as a child process, listening where its stderr said. */
+export interface ServerProcess extends ChildProcessHandle {
+  /** `http://host:port` */
+  url: string;
 }
 
 export interface StopResult {
@@ -35,6 +43,18 @@ export function readPeakRssKib(pid: number): number | null {
   }
 }
 
+/** utime + stime of a process, from /proc (Linux; clock ticks of 1/100 s). */
+function readCpuSeconds(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The fields after the command name, which may hold spaces, start after its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null;
+  }
+}
+
 const live = new Set<ChildProcess>();
 
 /** Kills every server still running (on the way out after a failure or Ctrl-C). */
@@ -44,13 +64,24 @@ export function killAll(): void {
 }
 
 /**
- * Spawns `node <args>` and waits for a line `… listening on http://…` on its stderr. Its stderr is kept (and
- * shown if it fails to start); its stdout is ignored.
+ * Spawns `node <args>` with its stderr kept and its stdout ignored; `exited` resolves with its exit code.
  */
-export function startServer(label: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<ServerProcess> {
+export function spawnNode(
+  label: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): ChildProcessHandle & { exited: Promise<number | null>; onStderr(listener: (text: string) => void): void } {
   const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  if (child.pid === undefined) throw new Error(`${label} could not be started`);
+  const pid = child.pid;
   live.add(child);
   let stderr = '';
+  const listeners: Array<(text: string) => void> = [];
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+    for (const listener of listeners) listener(stderr);
+  });
   const exited = new Promise<number | null>((resolve) =>
     child.once('exit', (code) => {
       live.delete(child);
@@ -73,23 +104,38 @@ export function startServer(label: string, args: string[], env: NodeJS.ProcessEn
     }
   };
 
+  return {
+    label,
+    pid,
+    peakRssKib: () => readPeakRssKib(pid),
+    cpuSeconds: () => readCpuSeconds(pid),
+    stderr: () => stderr,
+    stop,
+    exited,
+    onStderr: (listener) => listeners.push(listener),
+  };
+}
+
+/** Spawns `node <args>` and waits for a line `… listening on http://…` on its stderr (shown if it fails to start). */
+export function startServer(label: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<ServerProcess> {
+  const { exited, onStderr, ...child } = spawnNode(label, args, env, cwd);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${label} did not start within ${START_TIMEOUT_MS} ms:\n${stderr}`));
+      void child.stop();
+      reject(new Error(`${label} did not start within ${START_TIMEOUT_MS} ms:\n${child.stderr()}`));
     }, START_TIMEOUT_MS);
-    child.stderr!.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
+    let listening = false;
+    onStderr((stderr) => {
       const match = /listening on (https?:\/\/\S+)/.exec(stderr);
-      if (match && child.pid !== undefined) {
+      if (match && !listening) {
+        listening = true;
         clearTimeout(timer);
-        const pid = child.pid;
-        resolve({ label, pid, url: match[1]!, peakRssKib: () => readPeakRssKib(pid), stop });
+        resolve({ ...child, url: match[1]! });
       }
     });
     void exited.then((code) => {
       clearTimeout(timer);
-      reject(new Error(`${label} exited with code ${code} before listening:\n${stderr}`));
+      reject(new Error(`${label} exited with code ${code} before listening:\n${child.stderr()}`));
     });
   });
 }
@@ -98,4 +144,40 @@ export function startServer(label: string, args: string[], env: NodeJS.ProcessEn
 export async function runJson<T>(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<T> {
   const { stdout } = await execFileAsync(process.execPath, args, { cwd, env, timeout: START_TIMEOUT_MS });
   return JSON.parse(stdout) as T;
+}
+
+export interface MeasuredRun<T> {
+  seconds: number;
+  peakRssKib: number | null;
+  summary: T;
+}
+
+/** Runs `node <args>` as its own process, timing it and sampling its peak RSS until it exits; stdout is JSON. */
+export function runMeasuredNode<T>(label: string, args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<MeasuredRun<T>> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    live.add(child);
+    let stdout = '';
+    let stderr = '';
+    let peak: number | null = null;
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    // VmHWM is gone once the process exits: sample it while it runs.
+    const sampler = setInterval(() => {
+      const rss = child.pid === undefined ? null : readPeakRssKib(child.pid);
+      if (rss !== null) peak = Math.max(peak ?? 0, rss);
+    }, 50);
+    child.once('exit', (code) => {
+      live.delete(child);
+      clearInterval(sampler);
+      const seconds = (performance.now() - started) / 1000;
+      if (code !== 0) return reject(new Error(`${label} exited ${code}: ${stderr.slice(-500)}`));
+      try {
+        resolve({ seconds, peakRssKib: peak, summary: JSON.parse(stdout) as T });
+      } catch (error) {
+        reject(error);
+      }
+    });
+  });
 }

@@ -1,13 +1,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { runLoad, type LoadResult } from './load.js';
+import { runLoad, type LoadOptions, type LoadResult } from './load.js';
 import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
 import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess } from './processes.js';
 import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFile } from './events-volume.js';
 import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
 import { benchFailures } from './verdict.js';
+import {
+  campaignTable,
+  runCampaignSend,
+  runCampaignWorkers,
+  trackingPaths,
+  workersTable,
+  type CampaignBenchContext,
+  type CampaignRow,
+  type WorkersRow,
+} from './campaign-rows.js';
 
 /**
  * `npm run bench`: emk's two event-ingestion routes on SQLite and PostgreSQL against a bare Fastify route that
@@ -20,7 +30,15 @@ import { benchFailures } from './verdict.js';
  * (rows in the generated `emk events import` file, default 1000000; 0 skips the events-at-volume rows),
  * BENCH_FEEDS_SCALE (size of the generated store of the product-feeds rows relative to issue 5's, default 1;
  * 0 skips them; see feeds.ts), BENCH_FEED_REQUESTS (requests per product-feeds row, default 200),
- * BENCH_FEEDS_DATABASES (`sqlite,postgres` by default).
+ * BENCH_FEEDS_DATABASES (`sqlite,postgres` by default), BENCH_EVENT_ROUTES (1 by default; 0 skips the
+ * event-route load rows and their bare rows), BENCH_CAMPAIGN_CONTACTS (subscribers of the issue-13 campaign send,
+ * default 100000; 0 skips the campaign rows; see campaign-rows.ts), BENCH_CAMPAIGN_WORKERS (`emk worker`
+ * processes of the split send on PostgreSQL, default 3; 0 skips that row), BENCH_TRACKING_MESSAGES (captured
+ * messages whose real signed links the `GET /t/c/{token}` and `GET /t/o/{token}` load rows request, default 50;
+ * 0 skips the tracking rows).
+ *
+ * To run only the campaign and tracking rows: BENCH_EVENT_ROUTES=0 BENCH_SYNC_ORDERS=0 BENCH_EVENT_ROWS=0
+ * BENCH_FEEDS_SCALE=0 npm run bench.
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -46,6 +64,12 @@ const EVENT_CONTACTS = 10_000;
 const FEEDS_SCALE = positiveNumber('BENCH_FEEDS_SCALE', 1, true);
 const FEED_REQUESTS = positiveNumber('BENCH_FEED_REQUESTS', 200);
 const FEEDS_DATABASES: ReadonlySet<string> = new Set((process.env.BENCH_FEEDS_DATABASES ?? 'sqlite,postgres').split(',').map((d) => d.trim()));
+const EVENT_ROUTES = positiveNumber('BENCH_EVENT_ROUTES', 1, true) > 0;
+const CAMPAIGN_CONTACTS = positiveNumber('BENCH_CAMPAIGN_CONTACTS', 100_000, true);
+const CAMPAIGN_WORKERS = positiveNumber('BENCH_CAMPAIGN_WORKERS', 3, true);
+const TRACKING_MESSAGES = positiveNumber('BENCH_TRACKING_MESSAGES', 50, true);
+/** Issue 13: the tracking routes should answer at least this share of the bare route's rate. */
+const TRACKING_GOAL_RATIO = 0.3;
 const BATCH_REQUESTS = 40;
 const CEILING_ROWS = 200_000;
 /** Huge, not 0: the limiter still runs on every request, as in production. */
@@ -66,6 +90,10 @@ const EMK_ENV: NodeJS.ProcessEnv = {
   EMK_LIMIT_AUTH_PER_IP: HUGE_LIMIT,
   EMK_LIMIT_CP_PER_IP: HUGE_LIMIT,
 };
+// Campaign sends are captured: no relay, whatever the caller's environment says.
+delete EMK_ENV.EMK_SMTP_URL;
+
+const CAMPAIGN_CONTEXT: CampaignBenchContext = { emk: EMK, root: ROOT, env: EMK_ENV };
 
 type Route = 'collect' | 'events' | 'webhook';
 
@@ -170,10 +198,20 @@ async function checkAccepted(url: string, body: string, headers: Record<string, 
   if (status < 200 || status >= 300) throw new Error(`${url} answered ${status} ${JSON.stringify(json)}`);
 }
 
-async function measure(server: ServerProcess, path: string, bodies: string[], headers: Record<string, string>, nextBody?: () => string) {
-  const url = `${server.url}${path}`;
-  await checkAccepted(url, bodies[0]!, headers);
-  const load = { url, connections: CONNECTIONS, headers, bodies, ...(nextBody ? { nextBody } : {}) };
+/** Checks a GET path answers what the run expects before hammering it. */
+async function checkAnswered(url: string, status: number): Promise<void> {
+  const response = await fetch(url, { redirect: 'manual' });
+  if (response.status !== status) throw new Error(`${url} answered ${response.status}, not ${status}: ${(await response.text()).slice(0, 300)}`);
+}
+
+type Requests = Pick<LoadOptions, 'bodies' | 'nextBody' | 'paths' | 'expectStatus'>;
+
+/** POSTs `bodies` to `path`, or GETs `paths` of the server in turn (then `path` is unused). */
+async function measure(server: ServerProcess, path: string, requests: Requests, headers: Record<string, string>) {
+  const url = requests.paths ? `${server.url}${requests.paths[0]!}` : `${server.url}${path}`;
+  if (requests.paths) await checkAnswered(url, requests.expectStatus ?? 200);
+  else await checkAccepted(url, requests.bodies![0]!, headers);
+  const load = { url, connections: CONNECTIONS, headers, ...requests };
   if (WARMUP_S > 0) await runLoad({ ...load, duration: WARMUP_S });
   const result = await runLoad({ ...load, duration: DURATION_S });
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
@@ -191,7 +229,7 @@ async function runBare(route: Route): Promise<Row> {
   log(`bare route, ${route} body…`);
   const server = await startServer('bare server', [BARE_SERVER], { ...process.env, PORT: '0', HOST: '127.0.0.1' }, ROOT);
   try {
-    const { result, peakRssKib } = await measure(server, '/bare/event', bareBodies(route), {});
+    const { result, peakRssKib } = await measure(server, '/bare/event', { bodies: bareBodies(route) }, {});
     return {
       target: `bare POST (${BARE_LABELS[route]} body)`,
       database: '-',
@@ -261,21 +299,88 @@ async function runEmk(
     },
   ];
   const rows: Row[] = [];
-  for (const { route, path, label, headers } of targets) {
+  for (const { route, path, label, headers } of EVENT_ROUTES ? targets : []) {
     log(`emk on ${databaseLabel}: ${label}…`);
     const server = await startEmk(databaseUrl);
     try {
-      const nextBody = route === 'webhook' ? newOrderBody : undefined;
-      const { result, peakRssKib } = await measure(server, path, bodiesFor(route, workspace), headers, nextBody);
+      const requests: Requests = { bodies: bodiesFor(route, workspace), ...(route === 'webhook' ? { nextBody: newOrderBody } : {}) };
+      const { result, peakRssKib } = await measure(server, path, requests, headers);
       rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib });
     } finally {
-      const { code, killed } = await server.stop();
-      const where = `emk serve (${databaseLabel}, ${label})`;
-      if (killed) failures.push(`${where} had not exited ${STOP_TIMEOUT_MS} ms after SIGTERM and was killed`);
-      else if (code !== 0) failures.push(`${where} exited with code ${code} after SIGTERM`);
+      await stopChecked(server, `emk serve (${databaseLabel}, ${label})`, failures);
     }
   }
   return { rows, workspace };
+}
+
+/** SIGTERM; a server that does not exit 0 in time is a failure. */
+async function stopChecked(server: ServerProcess, where: string, failures: string[]): Promise<void> {
+  const { code, killed } = await server.stop();
+  if (killed) failures.push(`${where} had not exited ${STOP_TIMEOUT_MS} ms after SIGTERM and was killed`);
+  else if (code !== 0) failures.push(`${where} exited with code ${code} after SIGTERM`);
+}
+
+type TrackingKind = 'click' | 'open';
+
+const TRACKING_TARGETS: Record<TrackingKind, { label: string; bareLabel: string; status: number }> = {
+  click: { label: 'GET /t/c/{token} (click, 302)', bareLabel: 'bare GET /t/c/{token} (302)', status: 302 },
+  open: { label: 'GET /t/o/{token} (open pixel)', bareLabel: 'bare GET /t/o/{token} (GIF)', status: 200 },
+};
+
+/**
+ * Tracking (issue 13): real signed links of captured messages (trackingPaths), requested in turn on `emk serve`,
+ * each click and open written through the group-commit writer; the bare route answers the same paths with a
+ * 302 or a GIF and nothing else (measured once, on the first database's tokens).
+ */
+async function runTracking(
+  databaseLabel: string,
+  databaseUrl: string,
+  bare: Partial<Record<TrackingKind, Row>>,
+  failures: string[],
+): Promise<Row[]> {
+  log(`tracking on ${databaseLabel}: capturing ${TRACKING_MESSAGES} messages for their links…`);
+  const tokenServer = await startEmk(databaseUrl);
+  let paths: Record<TrackingKind, string[]>;
+  try {
+    paths = await trackingPaths(databaseUrl, TRACKING_MESSAGES, tokenServer, CAMPAIGN_CONTEXT);
+  } finally {
+    await stopChecked(tokenServer, `emk serve (${databaseLabel}, tracking links)`, failures);
+  }
+  const rows: Row[] = [];
+  for (const kind of ['click', 'open'] as const) {
+    const { label, bareLabel, status } = TRACKING_TARGETS[kind];
+    if (!bare[kind]) {
+      log(`bare route, ${label}…`);
+      const server = await startServer('bare server', [BARE_SERVER], { ...process.env, PORT: '0', HOST: '127.0.0.1' }, ROOT);
+      try {
+        const bareRequests = { paths: paths[kind].map((path) => `/bare${path}`), expectStatus: status };
+        const { result, peakRssKib } = await measure(server, '', bareRequests, {});
+        bare[kind] = { target: bareLabel, database: '-', result, bareRps: result.requestsPerSecond, peakRssKib };
+        rows.push(bare[kind]);
+      } finally {
+        await server.stop();
+      }
+    }
+    log(`emk on ${databaseLabel}: ${label}…`);
+    const server = await startEmk(databaseUrl);
+    try {
+      const { result, peakRssKib } = await measure(server, '', { paths: paths[kind], expectStatus: status }, {});
+      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[kind].result.requestsPerSecond, peakRssKib });
+    } finally {
+      await stopChecked(server, `emk serve (${databaseLabel}, ${label})`, failures);
+    }
+  }
+  return rows;
+}
+
+/** Each emk tracking row against the goal ratio. */
+function trackingVerdicts(rows: Row[]): string[] {
+  return rows
+    .filter((row) => row.target.startsWith('emk GET /t/'))
+    .map((row) => {
+      const ratio = row.result.requestsPerSecond / row.bareRps;
+      return `tracking goal (≥ ${TRACKING_GOAL_RATIO} x the bare route): ${row.target} on ${row.database}: ${ratio.toFixed(2)} x, ${ratio >= TRACKING_GOAL_RATIO ? 'met' : 'not met'}`;
+    });
 }
 
 interface EventsRow {
@@ -424,9 +529,20 @@ async function main(): Promise<void> {
   const syncRows: SyncRow[] = [];
   const eventsRows: EventsRow[] = [];
   const feedsRuns: FeedsRun[] = [];
+  const campaignRows: CampaignRow[] = [];
+  const workersRows: WorkersRow[] = [];
+  const bareTracking: Partial<Record<TrackingKind, Row>> = {};
+  /** A row whose step throws is reported FAILED and the bench goes on with the next. */
+  const attempt = async (what: string, step: () => Promise<void>) => {
+    try {
+      await step();
+    } catch (error) {
+      failures.push(`${what} failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
   try {
     const bare: Record<Route, number> = { collect: 0, events: 0, webhook: 0 };
-    for (const route of ['collect', 'events', 'webhook'] as const) {
+    for (const route of EVENT_ROUTES ? (['collect', 'events', 'webhook'] as const) : []) {
       const row = await runBare(route);
       bare[route] = row.result.requestsPerSecond;
       rows.push(row);
@@ -452,11 +568,20 @@ async function main(): Promise<void> {
       rows.push(...emk.rows);
       if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench(label, url, ordersFile));
       if (EVENT_ROWS > 0) {
-        try {
-          eventsRows.push(await runEventsBench(label, url, emk.workspace, eventsFile, eventEmails));
-        } catch (error) {
-          failures.push(`events at volume on ${label} failed: ${error instanceof Error ? error.message : String(error)}`);
+        await attempt(`events at volume on ${label}`, async () => void eventsRows.push(await runEventsBench(label, url, emk.workspace, eventsFile, eventEmails)));
+      }
+      if (CAMPAIGN_CONTACTS > 0) {
+        await attempt(`campaign send on ${label}`, async () =>
+          void campaignRows.push(await runCampaignSend(label, url, CAMPAIGN_CONTACTS, CAMPAIGN_CONTEXT, failures)),
+        );
+        if (label === 'postgres' && CAMPAIGN_WORKERS > 0) {
+          await attempt(`campaign send over ${CAMPAIGN_WORKERS} workers on ${label}`, async () =>
+            void workersRows.push(await runCampaignWorkers(url, CAMPAIGN_CONTACTS, CAMPAIGN_WORKERS, CAMPAIGN_CONTEXT, failures)),
+          );
         }
+      }
+      if (TRACKING_MESSAGES > 0) {
+        await attempt(`tracking on ${label}`, async () => void rows.push(...(await runTracking(label, url, bareTracking, failures))));
       }
     };
     const sqliteUrl = `sqlite:${join(dir, 'bench.db')}`;
@@ -492,13 +617,18 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n`);
   if (syncRows.length > 0) process.stdout.write(`\n${syncTable(syncRows)}\n`);
   if (eventsRows.length > 0) process.stdout.write(`\n${eventsTable(eventsRows)}\n`);
+  if (campaignRows.length > 0) process.stdout.write(`\n${formatTable(...campaignTable(campaignRows))}\n`);
+  if (workersRows.length > 0) process.stdout.write(`\n${formatTable(...workersTable(workersRows))}\n`);
   for (const [header, lines] of feedsRuns.length > 0 ? feedsTables(feedsRuns, FEEDS_SCALE) : []) {
     process.stdout.write(`\n${formatTable(header, lines)}\n`);
   }
-  for (const note of notes) process.stdout.write(`${note}\n`);
+  for (const note of [...notes, ...trackingVerdicts(rows)]) process.stdout.write(`${note}\n`);
   process.stdout.write(
     '\nrequests/s: autocannon mean of per-second samples; vs bare: requests/s relative to the bare Fastify route ' +
-      'with the same body; errors: connection errors and timeouts; peak RSS: VmHWM of the server process.\n',
+      'with the same body (tracking rows: the bare GET route with the same paths); non-2xx: answers other than ' +
+      'the expected (a 302 for /t/c); errors: connection errors and timeouts; peak RSS: VmHWM of the server ' +
+      'process. Campaign sends: total from the send call until every message reached an end (the worker row: the ' +
+      "campaign's sent_at − started_at; wall: from `emk campaigns send --detach` until the bench saw `sent`).\n",
   );
   const failed = benchFailures(rows, failures);
   for (const failure of failed) process.stdout.write(`FAILED: ${failure}\n`);
