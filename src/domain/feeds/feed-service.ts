@@ -6,6 +6,7 @@ import type { ProductStore } from '../products/product-store.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
+import { isPerRecipient } from '../recommendations/rankings.js';
 import {
   boundsProblem,
   DEFAULT_SETTINGS,
@@ -119,6 +120,29 @@ export function createFeedService(deps: {
     return next;
   }
 
+    /**
+   * The feed for one recipient, and whether every recipient gets the same products (a store-wide ranking or
+   * the plain order, not `random`): what a send may read once for all its messages.
+   */
+  async function rankedFor(workspaceId: string, id: string, options: { contactId?: string | undefined; limit?: number | undefined }) {
+    const row = await load(workspaceId, id);
+    const count = options.limit ?? row.max_items;
+    const type = row.recommendation_type;
+    const sameForEveryone = type !== 'random' && !isPerRecipient(type);
+    if (ranker && type !== '' && type !== 'newest' && type !== 'random') {
+      const ranked = await ranker({
+        db: knex,
+        workspaceId,
+        type,
+        contactId: options.contactId,
+        limit: count,
+        filtered: () => feeds.filtered(knex, workspaceId, row),
+      });
+      if (ranked !== null) return { data: await toProducts(knex, workspaceId, ranked.slice(0, count)), sameForEveryone };
+    }
+    return { data: await matchingProducts(workspaceId, row, { limit: count }), sameForEveryone };
+  }
+
   return {
     matchingProducts,
     countMatching,
@@ -178,21 +202,11 @@ export function createFeedService(deps: {
      */
     async productsFor(workspaceId: string, id: string, query: unknown = {}): Promise<{ data: Product[] }> {
       const { contact_id, limit } = parseInput(feedProductsQuerySchema, query);
-      const row = await load(workspaceId, id);
-      const count = limit ?? row.max_items;
-      if (ranker && row.recommendation_type !== '' && row.recommendation_type !== 'newest' && row.recommendation_type !== 'random') {
-        const ranked = await ranker({
-          db: knex,
-          workspaceId,
-          type: row.recommendation_type,
-          contactId: contact_id,
-          limit: count,
-          filtered: () => feeds.filtered(knex, workspaceId, row),
-        });
-        if (ranked !== null) return { data: await toProducts(knex, workspaceId, ranked.slice(0, count)) };
-      }
-      return { data: await matchingProducts(workspaceId, row, { limit: count }) };
+      const { data } = await rankedFor(workspaceId, id, { contactId: contact_id, limit });
+      return { data };
     },
+
+    rankedFor,
 
     /**
      * One ranking over the whole catalog, without a saved feed or filters (a template block's fallback): at

@@ -46,6 +46,11 @@ function newestFirst(seen: Array<{ key: string; at: number }>): string[] {
  * matches nothing ranks nothing); products of manual import are never ranked. Store-wide types read the
  * running totals; per-recipient types read the recipient's own recent events, orders and carts.
  */
+/** Rankings that depend on the recipient (their views, carts, orders); the others are the same for everyone. */
+export function isPerRecipient(type: string): boolean {
+  return type === 'recently_viewed' || type === 'added_to_cart' || type === 'may_also_like' || type === 'cart_or_order_items';
+}
+
 export function createRanker(deps: {
   dialect: Dialect;
   activity: ProductActivity;
@@ -210,7 +215,7 @@ export function createRanker(deps: {
     const column = STORE_WIDE[type];
     if (column) return storeWide(request, column);
 
-    const personal = type === 'recently_viewed' || type === 'added_to_cart' || type === 'may_also_like' || type === 'cart_or_order_items';
+    const personal = isPerRecipient(type);
     // Without a recipient, the per-recipient types use the plain ordering (docs/api/feeds.md).
     if (!personal || request.contactId === undefined) return null;
     const contact = await request.db('contacts').where({ workspace_id: request.workspaceId, id: request.contactId }).first('id');

@@ -28,10 +28,17 @@ export function createBlockProductSource(deps: { feeds: FeedService; clock?: Clo
   const { feeds } = deps;
   const storeWide = new TtlCache<string, Product[]>(STORE_WIDE_TTL_MS, deps.clock, 1_000);
 
-  /** The feed ranked for the recipient; a feed deleted since the template was written holds nothing. */
+  /**
+   * The feed ranked for the recipient; a feed deleted since the template was written holds nothing. A feed that
+   * is the same for everyone (a store-wide ranking) is read once per few seconds, not once per message.
+   */
   async function feedProducts({ workspaceId, contactId, feedId, limit }: BlockProductRequest): Promise<Product[]> {
+    const key = `${workspaceId}\u0000feed:${feedId}\u0000${limit}`;
+    const cached = storeWide.get(key);
+    if (cached) return cached;
     try {
-      const { data } = await feeds.productsFor(workspaceId, feedId, { contact_id: contactId ?? undefined, limit });
+      const { data, sameForEveryone } = await feeds.rankedFor(workspaceId, feedId, { contactId: contactId ?? undefined, limit });
+      if (sameForEveryone) storeWide.set(key, data);
       return data;
     } catch (error) {
       if (error instanceof NotFoundError) return [];
