@@ -131,6 +131,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     writer,
     contactStore,
     eventStore,
+    outbox,
     contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
   });
   const { ensureContacts } = contacts;
@@ -249,6 +250,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     contactStore,
     orderStore,
     attributionStore,
+    segmentExists: segments.exists,
   });
   // The outbox consumer: each noun that acts on trigger facts (flows, segments) is one consumer.
   const dispatcher = createTriggerDispatcher({
