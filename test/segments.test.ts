@@ -238,4 +238,280 @@ describeEachDatabase('segments', (h) => {
     });
     expect(await emailsIn(ws, id)).toEqual(['ann@example.com', 'bob@example.com']);
   });
+
+  // ------------------------------------------------------------------ the API
+
+  it('saving computes the members at once; records carry member_count; members page like every list; PATCH and DELETE', async () => {
+    const ws = await h().workspace();
+    const ids = [];
+    for (const name of ['ann', 'bob', 'cy']) ids.push(await contact(ws, 'subscribed', { plan: 'gold' }, `${name}@example.com`));
+    await contact(ws, 'subscribed', { plan: 'silver' }, 'dee@example.com');
+    const created = await segment(ws, { all: [{ property: 'plan', operator: 'equals', value: 'gold' }] }, 'Gold');
+    expect(created).toMatchObject({ name: 'Gold', member_count: 3, conditions: { all: [{ property: 'plan', operator: 'equals', value: 'gold' }] } });
+
+    const first = (await api(ws, 'GET', `/segments/${created.id}/members?perPage=2`)).json();
+    expect(first.meta).toEqual({ page: 1, perPage: 2, total: 3 });
+    expect(Object.keys(first.data[0]).sort()).toEqual(['contact_id', 'email', 'entered_at']);
+    const second = (await api(ws, 'GET', `/segments/${created.id}/members?perPage=2&page=2`)).json();
+    expect([...first.data, ...second.data].map((m: { contact_id: string }) => m.contact_id).sort()).toEqual([...ids].sort());
+
+    // A rename leaves the members (and when they entered) alone.
+    const before = await members(ws, created.id);
+    const renamed = (await api(ws, 'PATCH', `/segments/${created.id}`, { name: 'Gold members' })).json();
+    expect(renamed).toMatchObject({ name: 'Gold members', member_count: 3 });
+    expect(await members(ws, created.id)).toEqual(before);
+    // New conditions recompute everyone before the reply: stayers keep their row, leavers go, newcomers enter.
+    const patched = await api(ws, 'PATCH', `/segments/${created.id}`, {
+      conditions: { any: [{ property: 'email', operator: 'equals', value: 'ann@example.com' }, { property: 'plan', operator: 'equals', value: 'silver' }] },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    expect(patched.json().member_count).toBe(2);
+    const after = await members(ws, created.id);
+    expect(after.map((m) => m.email).sort()).toEqual(['ann@example.com', 'dee@example.com']);
+    expect(after.find((m) => m.email === 'ann@example.com')).toEqual(before.find((m) => m.email === 'ann@example.com'));
+    expect((await enteredFacts(ws, created.id)).map((f) => f.contact_id)).toEqual([after.find((m) => m.email === 'dee@example.com')!.contact_id]);
+    // A bad PATCH changes nothing.
+    expect((await api(ws, 'PATCH', `/segments/${created.id}`, { name: 'X', conditions: { all: [{ orders: {} }] } })).statusCode).toBe(400);
+    expect((await api(ws, 'GET', `/segments/${created.id}`)).json()).toMatchObject({ name: 'Gold members', member_count: 2 });
+
+    const list = (await api(ws, 'GET', '/segments')).json();
+    expect(list.meta).toEqual({ page: 1, perPage: 50, total: 1 });
+    expect(list.data[0]).toMatchObject({ id: created.id, member_count: 2 });
+    const other = await h().workspace();
+    expect((await api(other, 'GET', `/segments/${created.id}`)).statusCode).toBe(404);
+    expect((await api(other, 'GET', `/segments/${created.id}/members`)).statusCode).toBe(404);
+    expect((await api(other, 'DELETE', `/segments/${created.id}`)).statusCode).toBe(404);
+    expect((await api(ws, 'DELETE', `/segments/${created.id}`)).statusCode).toBe(204);
+    expect((await api(ws, 'GET', `/segments/${created.id}`)).statusCode).toBe(404);
+    expect(await knex()('segment_members').where({ segment_id: created.id })).toEqual([]);
+  });
+
+  it('matching() and exists() answer the flows code: which of these contacts meet conditions now', async () => {
+    const ws = await h().workspace();
+    const ann = await contact(ws, 'subscribed', { plan: 'gold' });
+    const bob = await contact(ws, 'subscribed', { plan: 'silver' });
+    const { segments } = h().services;
+    const conditions = parseConditions({ all: [{ property: 'plan', operator: 'equals', value: 'gold' }] }, 'filters');
+    expect(await segments.matching(knex(), ws.id, conditions, [ann, bob, 'no-such-contact'])).toEqual(new Set([ann]));
+    expect(await segments.matching(knex(), (await h().workspace()).id, conditions, [ann])).toEqual(new Set());
+    const { id } = await segment(ws, conditions);
+    expect(await segments.exists(knex(), ws.id, id)).toBe(true);
+    expect(await segments.exists(knex(), (await h().workspace()).id, id)).toBe(false);
+  });
+
+  // ------------------------------------------------------------------ live re-evaluation
+
+  it('an event re-evaluates the segments counting that event for that contact: entering records segment_entered, staying keeps entered_at, leaving drops the row', async () => {
+    const ws = await h().workspace();
+    const ann = await contact(ws, 'subscribed', { plan: 'gold' }, 'ann@example.com');
+    await contact(ws, 'subscribed', {}, 'bob@example.com');
+    const viewers = await segment(ws, { all: [{ event: 'viewed_product', count: { gte: 2 } }] });
+    const light = await segment(ws, { all: [{ event: 'viewed_product', count: { lte: 2 } }] });
+    const gold = await segment(ws, { all: [{ property: 'plan', operator: 'equals', value: 'gold' }] });
+    expect(await emailsIn(ws, light.id)).toEqual(['ann@example.com', 'bob@example.com']);
+
+    await event(ws, ann, 'viewed_product');
+    await drain();
+    expect(await emailsIn(ws, viewers.id)).toEqual([]);
+    await event(ws, ann, 'product_viewed');
+    await drain();
+    const [entered] = await members(ws, viewers.id);
+    expect(entered).toMatchObject({ contact_id: ann, email: 'ann@example.com' });
+    const facts = await enteredFacts(ws, viewers.id);
+    expect(facts).toHaveLength(1);
+    expect(facts[0]).toMatchObject({ contact_id: ann, subject_type: 'segment', subject_id: viewers.id, event_name: null });
+
+    h().clock.advance(5_000);
+    await event(ws, ann, 'viewed_product');
+    await drain();
+    // Still a member: the same row, the same entered_at, no second segment_entered.
+    expect(await members(ws, viewers.id)).toEqual([entered]);
+    expect(await enteredFacts(ws, viewers.id)).toHaveLength(1);
+    // Three views: ann left the "at most two" segment; bob, untouched, stays.
+    expect(await emailsIn(ws, light.id)).toEqual(['bob@example.com']);
+    expect(await emailsIn(ws, gold.id)).toEqual(['ann@example.com']);
+  });
+
+  it('only the segments a change can affect are re-evaluated (others are not touched), and only for the contacts changed', async () => {
+    const ws = await h().workspace();
+    const ann = await contact(ws, 'subscribed', { plan: 'gold' }, 'ann@example.com');
+    const bob = await contact(ws, 'subscribed', { plan: 'gold' }, 'bob@example.com');
+    const viewers = await segment(ws, { all: [{ event: 'viewed_product' }] });
+    const gold = await segment(ws, { all: [{ property: 'plan', operator: 'equals', value: 'gold' }] });
+    const buyers = await segment(ws, { all: [{ orders: { count: { lte: 0 } } }] });
+    await drain(); // the contacts' own creation facts
+    // Rows taken out by hand: a segment that is re-evaluated for a contact puts its row back.
+    await knex()('segment_members').whereIn('segment_id', [gold.id, buyers.id]).delete();
+
+    await event(ws, ann, 'viewed_product');
+    await event(ws, bob, 'Loyalty Joined');
+    await drain();
+    // Barrier: the view was consumed (ann entered the viewers) …
+    expect(await emailsIn(ws, viewers.id)).toEqual(['ann@example.com']);
+    // … and it touched neither the property segment nor the orders segment.
+    expect(await emailsIn(ws, gold.id)).toEqual([]);
+    expect(await emailsIn(ws, buyers.id)).toEqual([]);
+
+    // A property change re-evaluates property segments for that contact only (bob stays out).
+    await api(ws, 'PATCH', `/contacts/${ann}`, { properties: { size: 'M' } });
+    await drain();
+    expect(await emailsIn(ws, gold.id)).toEqual(['ann@example.com']);
+    expect(await emailsIn(ws, buyers.id)).toEqual([]);
+    // An order change re-evaluates order segments (ann has an order now: still out; bob untouched).
+    await order(ws, ann, 10);
+    await api(ws, 'PATCH', `/contacts/${bob}`, { subscription_status: 'subscribed' }); // no change: no fact
+    await drain();
+    expect(await emailsIn(ws, buyers.id)).toEqual([]);
+    expect(await emailsIn(ws, gold.id)).toEqual(['ann@example.com']);
+  });
+
+  it('orders re-evaluate order segments: webhook order_placed, POST /ecommerce/orders, a refund and a cancellation', async () => {
+    const ws = await h().workspace();
+    const buyers = await segment(ws, { all: [{ orders: { count: { gte: 1 } } }] });
+    const big = await segment(ws, { all: [{ orders: { revenue: { gte: 100 } } }] });
+    await deliver(ws, { event_type: 'order_placed', email: 'ann@example.com', order: { external_id: 'o1', total_amount: 120, currency: 'EUR' } });
+    await drain();
+    expect(await emailsIn(ws, buyers.id)).toEqual(['ann@example.com']);
+    expect(await emailsIn(ws, big.id)).toEqual(['ann@example.com']);
+
+    await deliver(ws, { event_type: 'refunded_order', email: 'ann@example.com', order: { external_id: 'o1', refund_amount: 30 } });
+    await drain();
+    expect(await emailsIn(ws, big.id)).toEqual([]);
+    expect(await emailsIn(ws, buyers.id)).toEqual(['ann@example.com']);
+    await deliver(ws, { event_type: 'cancelled_order', email: 'ann@example.com', order: { external_id: 'o1', status: 'cancelled' } });
+    await drain();
+    expect(await emailsIn(ws, buyers.id)).toEqual([]);
+
+    const bob = await contact(ws, 'subscribed', {}, 'bob@example.com');
+    await order(ws, bob, 250);
+    await drain();
+    expect(await emailsIn(ws, buyers.id)).toEqual(['bob@example.com']);
+    expect(await emailsIn(ws, big.id)).toEqual(['bob@example.com']);
+    // Each entry was recorded for the flows engine.
+    expect((await enteredFacts(ws, big.id)).map((f) => f.contact_id)).toHaveLength(2);
+  });
+
+  it('contact changes re-evaluate property and status segments: PATCH /contacts properties and status, a new contact, an unsubscribe', async () => {
+    const ws = await h().workspace();
+    const ann = await contact(ws, 'non_subscribed', {}, 'ann@example.com');
+    const vip = await segment(ws, { all: [{ property: 'vip', operator: 'equals', value: true }] });
+    const subscribed = await segment(ws, { any: [{ subscription_status: 'subscribed' }] });
+    await api(ws, 'PATCH', `/contacts/${ann}`, { properties: { vip: true } });
+    await api(ws, 'PATCH', `/contacts/${ann}`, { subscription_status: 'subscribed' });
+    await drain();
+    expect(await emailsIn(ws, vip.id)).toEqual(['ann@example.com']);
+    expect(await emailsIn(ws, subscribed.id)).toEqual(['ann@example.com']);
+    // A contact created later enters at once (the created fact re-evaluates every segment for it).
+    await contact(ws, 'subscribed', { vip: true }, 'bob@example.com');
+    await drain();
+    expect(await emailsIn(ws, vip.id)).toEqual(['ann@example.com', 'bob@example.com']);
+    // Consent changes from outside the API go through changeStatus.
+    await h().services.contacts.changeStatus(ws.id, ann, 'unsubscribed', 'test');
+    await api(ws, 'PATCH', `/contacts/${ann}`, { properties: { vip: false } });
+    await drain();
+    expect(await emailsIn(ws, subscribed.id)).toEqual(['bob@example.com']);
+    expect(await emailsIn(ws, vip.id)).toEqual(['bob@example.com']);
+    const changed = await knex()('trigger_outbox').where({ workspace_id: ws.id, trigger_type: 'contact_changed', contact_id: ann });
+    expect(changed.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('a worker re-evaluates within moments of the write (the dispatcher runs before each claim)', async () => {
+    const ws = await h().workspace();
+    const ann = await contact(ws, 'subscribed', {}, 'ann@example.com');
+    const joined = await segment(ws, { all: [{ event: 'Loyalty Joined' }] });
+    await event(ws, ann, 'Loyalty Joined');
+    await work();
+    expect(await emailsIn(ws, joined.id)).toEqual(['ann@example.com']);
+  });
+
+  // ------------------------------------------------------------------ campaigns
+
+  it('campaigns: segment_id must name a segment of the workspace; the send goes to its members who are subscribed and unsuppressed', async () => {
+    const ws = await h().workspace();
+    const ann = await contact(ws, 'subscribed', { plan: 'gold' }, 'ann@example.com');
+    await contact(ws, 'unsubscribed', { plan: 'gold' }, 'bob@example.com');
+    await contact(ws, 'subscribed', { plan: 'gold' }, 'cy@example.com');
+    await contact(ws, 'subscribed', { plan: 'silver' }, 'dee@example.com');
+    await api(ws, 'POST', '/suppressions', { emails: ['cy@example.com'] });
+    const gold = await segment(ws, { all: [{ property: 'plan', operator: 'equals', value: 'gold' }] });
+    const theirs = await segment(await h().workspace(), { all: [{ subscription_status: 'subscribed' }] });
+
+    for (const segmentId of ['no-such-segment', theirs.id]) {
+      const reply = await api(ws, 'POST', '/campaigns', { name: 'N', subject: 'S', html: 'x', segment_id: segmentId });
+      expect(reply.statusCode).toBe(400);
+      expect(reply.json().error).toBe('invalid request: segment_id names no segment');
+    }
+    const id = await campaign(ws, { segment_id: gold.id });
+    expect((await api(ws, 'GET', `/campaigns/${id}`)).json().segment_id).toBe(gold.id);
+    expect((await api(ws, 'PATCH', `/campaigns/${id}`, { segment_id: theirs.id })).statusCode).toBe(400);
+    expect((await api(ws, 'GET', `/campaigns/${id}`)).json().segment_id).toBe(gold.id);
+
+    const sent = (await api(ws, 'POST', `/campaigns/${id}/send`, {})).json();
+    expect(sent).toMatchObject({ status: 'sending', recipients: 1 });
+    await work();
+    expect((await messagesOf(ws, `campaign_id=${id}`)).map((m) => m.contact_id)).toEqual([ann]);
+    // Without a segment: every subscribed, unsuppressed contact.
+    const all = await campaign(ws);
+    expect((await api(ws, 'POST', `/campaigns/${all}/send`, {})).json().recipients).toBe(2);
+  });
+
+  // ------------------------------------------------------------------ the hourly refresh
+
+  it('time-window segments: saving one schedules the refresh job; the refresh moves the window for everyone and schedules the next', async () => {
+    const ws = await h().workspace();
+    const ann = await contact(ws, 'subscribed', {}, 'ann@example.com');
+    await contact(ws, 'subscribed', {}, 'bob@example.com');
+    await event(ws, ann, 'viewed_product');
+    const recent = await segment(ws, { all: [{ event: 'viewed_product', within_days: 7 }] });
+    const lapsed = await segment(ws, { all: [{ event: 'viewed_product', count: { lte: 0 }, within_days: 7 }] });
+    expect(await emailsIn(ws, recent.id)).toEqual(['ann@example.com']);
+    expect(await emailsIn(ws, lapsed.id)).toEqual(['bob@example.com']);
+    const pending = () => knex()('jobs').where({ kind: SEGMENT_JOBS.refresh }).whereNull('failed_at');
+    const [job] = await pending();
+    expect(await pending()).toHaveLength(1);
+    expect(Number(job.run_at)).toBeGreaterThan(h().clock() + 3_500_000);
+
+    h().clock.advance(8 * DAY);
+    try {
+      await h().services.jobHandlers[SEGMENT_JOBS.refresh]!({ id: Number(job.id), kind: SEGMENT_JOBS.refresh, payload: {}, attempt: 1, maxAttempts: 10 });
+      expect(await emailsIn(ws, recent.id)).toEqual([]);
+      expect(await emailsIn(ws, lapsed.id)).toEqual(['ann@example.com', 'bob@example.com']);
+      expect((await enteredFacts(ws, lapsed.id)).map((f) => f.contact_id)).toEqual([ann]);
+      // The job that ran is still pending as it runs, so exactly one follows it, an hour later.
+      const next = (await pending()).filter((row) => Number(row.id) !== Number(job.id));
+      expect(next).toHaveLength(1);
+      expect(Number(next[0].run_at)).toBe(h().clock() + 3_600_000);
+    } finally {
+      h().clock.advance(-8 * DAY);
+    }
+  });
+
+  it("conditions stay inside the segment's workspace, whatever the groups (an any at the top included)", async () => {
+    const ws = await h().workspace();
+    const other = await h().workspace();
+    await contact(ws, 'subscribed', { plan: 'gold' }, 'ann@example.com');
+    await contact(other, 'subscribed', { plan: 'gold' }, 'ann@example.com');
+    await contact(other, 'subscribed', { plan: 'silver' }, 'bob@example.com');
+    const { id, member_count } = await segment(ws, {
+      any: [{ property: 'plan', operator: 'equals', value: 'gold' }, { property: 'plan', operator: 'equals', value: 'silver' }],
+    });
+    expect(member_count).toBe(1);
+    expect((await members(ws, id)).map((m) => m.email)).toEqual(['ann@example.com']);
+  });
+
+  it("identifying a visitor re-evaluates event segments with the visitor's earlier anonymous events", async () => {
+    const ws = await h().workspace();
+    const viewers = await segment(ws, { all: [{ event: 'viewed_product', count: { gte: 2 } }] });
+    const collect = (url: string, json: Record<string, unknown>) =>
+      h().request({ method: 'POST', url, json: { site_id: ws.siteId, ...json }, headers: { origin: 'https://shop.test' } });
+    await collect('/collect/event', { anonymous_id: 'visitor-1', event_name: 'viewed_product' });
+    await collect('/collect/event', { anonymous_id: 'visitor-1', event_name: 'product_viewed' });
+    await collect('/collect/identify', { email: 'ann@example.com' });
+    await drain();
+    // Barrier: the contact exists and its creation was consumed; its anonymous views are not its own yet.
+    expect(await emailsIn(ws, viewers.id)).toEqual([]);
+    await collect('/collect/identify', { email: 'ann@example.com', anonymous_id: 'visitor-1' });
+    await drain();
+    expect(await emailsIn(ws, viewers.id)).toEqual(['ann@example.com']);
+  });
 });

@@ -137,6 +137,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     writer,
     contactStore,
     eventStore,
+    outbox,
     contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
   });
   const { ensureContacts } = contacts;
@@ -256,6 +257,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     jobs,
     contactStore,
     sendReport,
+    segmentExists: segments.exists,
   });
   const flowStore = createFlowStore(dialect);
   const flowEngine = createFlowEngine({

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { ContactStore } from '../contacts/contact-store.js';
-import type { Database } from '../db/database.js';
+import type { Database, Db } from '../db/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Job, JobHandlers, JobQueue } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
@@ -41,9 +41,10 @@ export function createCampaignService(deps: {
   jobs: JobQueue;
   contactStore: ContactStore;
   sendReport: SendReports;
+  segmentExists: (db: Db, workspaceId: string, segmentId: string) => Promise<boolean>;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, messageStore, messages, templates, jobs, contactStore, sendReport } = deps;
+  const { knex, writeTransaction, store, messageStore, messages, templates, jobs, contactStore, sendReport, segmentExists } = deps;
   const clock = deps.clock ?? systemClock;
 
   function checkTemplates(fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) {
@@ -53,9 +54,9 @@ export function createCampaignService(deps: {
     }
   }
 
-  /** Segments come with the automation issue: until then no id names one. */
-  function checkSegment(segmentId: string | null | undefined) {
-    if (segmentId) throw new ValidationError('invalid request: segment_id names no segment');
+  /** A campaign's segment must be one of the workspace's (checked in the saving transaction). */
+  async function checkSegment(trx: Knex.Transaction, workspaceId: string, segmentId: string | null | undefined) {
+    if (segmentId && !(await segmentExists(trx, workspaceId, segmentId))) throw new ValidationError('invalid request: segment_id names no segment');
   }
 
   async function load(db: Knex | Knex.Transaction, workspaceId: string, id: string, lock = false): Promise<CampaignRow> {
@@ -76,6 +77,7 @@ export function createCampaignService(deps: {
     const { recipients, batches } = await messageStore.insertCampaignRecipients(trx, {
       workspaceId: row.workspace_id,
       campaignId: row.id,
+      segmentId: row.segment_id,
       batchSize: CAMPAIGN_BATCH_SIZE,
       now,
     });
@@ -117,7 +119,6 @@ export function createCampaignService(deps: {
 
     async create(workspaceId: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignCreateSchema, body);
-      checkSegment(input.segment_id);
       checkTemplates(input);
       const now = clock();
       const row: CampaignRow = {
@@ -127,7 +128,7 @@ export function createCampaignService(deps: {
         subject: input.subject,
         html: input.html,
         text: input.text ?? null,
-        segment_id: null,
+        segment_id: input.segment_id ?? null,
         from_email: input.from_email ?? null,
         from_name: input.from_name ?? null,
         status: 'draft',
@@ -139,7 +140,10 @@ export function createCampaignService(deps: {
         created_at: now,
         updated_at: now,
       };
-      await writeTransaction((trx) => store.insert(trx, row));
+      await writeTransaction(async (trx) => {
+        await checkSegment(trx, workspaceId, row.segment_id);
+        await store.insert(trx, row);
+      });
       return store.toRecord(row);
     },
 
@@ -152,10 +156,10 @@ export function createCampaignService(deps: {
 
     async update(workspaceId: string, id: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignUpdateSchema, body);
-      checkSegment(input.segment_id);
       checkTemplates(input);
       return writeTransaction(async (trx) => {
         await loadDraft(trx, workspaceId, id);
+        await checkSegment(trx, workspaceId, input.segment_id);
         const patch = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
         await store.update(trx, id, { ...patch, updated_at: clock() });
         return store.toRecord(await load(trx, workspaceId, id));

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError } from '../errors.js';
 import type { EventStore } from '../events/event-store.js';
+import { contactChangedFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
 import {
@@ -88,10 +89,12 @@ export function createContactService(deps: {
   writer: WriteBatcher;
   contactStore: ContactStore;
   eventStore: EventStore;
+  /** Every change of a contact's properties or status (and every new contact) re-evaluates its segments. */
+  outbox: TriggerOutbox;
   /** The workspace's contact limit (null: none), from settings. */
   contactLimitOf(db: Knex | Knex.Transaction, workspaceId: string): Promise<number | null>;
 }) {
-  const { knex, writer, contactStore, eventStore, contactLimitOf } = deps;
+  const { knex, writer, contactStore, eventStore, outbox, contactLimitOf } = deps;
 
   /**
    * The keys (sorted) that may still become contacts: a workspace with a `contact_limit` takes new contacts
@@ -159,6 +162,7 @@ export function createContactService(deps: {
       trx,
       created.map((row) => ({ contactId: row.id, from: null, to: row.subscription_status, origin: `create:${row.source ?? 'unknown'}`, at: now })),
     );
+    await outbox.record(trx, created.map((row) => contactChangedFact(row.workspace_id, row.id, 'created', now)));
     const lostRaces = missing.filter((row) => !insertedIds.has(row.id)).map((row): [string, string] => [row.workspace_id, row.email_key]);
     for (const row of await contactStore.findByKeys(trx, lostRaces, { lock })) remember(row, false);
     return found;
@@ -201,6 +205,8 @@ export function createContactService(deps: {
     for (const contact of dirty.values()) {
       await contactStore.update(trx, contact.row.id, { properties: contact.row.properties });
     }
+    const now = Date.now();
+    const changed = [...dirty.values()].map(({ row }) => contactChangedFact(row.workspace_id, row.id, 'profile', now));
 
     const links = writes.flatMap((w, i) => {
       const result = results[i]!;
@@ -211,8 +217,12 @@ export function createContactService(deps: {
     const owners = await contactStore.linkAnonymousIds(trx, links);
     for (const link of links) {
       if (owners.get(compositeKey(link.workspaceId, link.anonymousId)) !== link.contactId) continue;
-      await eventStore.attachAnonymous(trx, link.workspaceId, [link.anonymousId], link.contactId);
+      // Earlier events become the contact's: its event counts may have changed.
+      if ((await eventStore.attachAnonymous(trx, link.workspaceId, [link.anonymousId], link.contactId)) > 0) {
+        changed.push(contactChangedFact(link.workspaceId, link.contactId, 'events', now));
+      }
     }
+    await outbox.record(trx, changed);
     return results;
   };
 
@@ -275,6 +285,7 @@ export function createContactService(deps: {
             ...(properties ? { properties } : {}),
             ...(status ? { subscription_status: status } : {}),
           });
+          await outbox.record(trx, [contactChangedFact(workspaceId, id, 'profile', Date.now())]);
         }
         if (status) {
           await contactStore.recordStatusChanges(trx, [
@@ -296,6 +307,7 @@ export function createContactService(deps: {
         if (row.subscription_status !== status) {
           await contactStore.update(trx, id, { subscription_status: status });
           await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: Date.now() }]);
+          await outbox.record(trx, [contactChangedFact(workspaceId, id, 'profile', Date.now())]);
         }
         return row.subscription_status;
       });

@@ -121,16 +121,19 @@ export function createMessageStore(dialect: Dialect) {
      */
     async insertCampaignRecipients(
       trx: Knex.Transaction,
-      args: { workspaceId: string; campaignId: string; batchSize: number; now: number },
+      args: { workspaceId: string; campaignId: string; segmentId: string | null; batchSize: number; now: number },
     ): Promise<{ recipients: number; batches: number }> {
+      // With a segment: its members as the membership table holds them now.
+      const inSegment = args.segmentId === null ? '' : 'AND EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = ? AND sm.contact_id = c.id)';
       await trx.raw(
         `INSERT INTO messages (id, workspace_id, contact_id, campaign_id, dedupe_key, batch, message_type, to_email, status, created_at, updated_at)
          SELECT ${dialect.newIdSql}, c.workspace_id, c.id, ?, ? || c.id, (ROW_NUMBER() OVER (ORDER BY c.id) - 1) / ?, 'marketing', c.email, 'queued', ?, ?
          FROM contacts c
          WHERE c.workspace_id = ? AND c.subscription_status = 'subscribed'
            AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.workspace_id = c.workspace_id AND s.email_key = c.email_key)
+           ${inSegment}
          ON CONFLICT (dedupe_key) DO NOTHING`,
-        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, args.now, args.now, args.workspaceId],
+        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, args.now, args.now, args.workspaceId, ...(args.segmentId === null ? [] : [args.segmentId])],
       );
       const row = await trx('messages')
         .where({ campaign_id: args.campaignId })

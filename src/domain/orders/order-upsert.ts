@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { uuidv7 } from '../shared/ids.js';
 import { compositeKey } from '../shared/keys.js';
-import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
+import { contactChangedFact, type TriggerFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import { ActivityDelta, type OrderActivity } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { orderNumberKey, type OrderItem } from './order.schema.js';
@@ -176,6 +176,12 @@ export function createOrderUpsert(deps: {
     }
     const lost: number[] = [];
     const facts: TriggerFact[] = [];
+    // Order changes that fire no order_placed (updates, refunds, cancellations, synced history) still change
+    // what segments count: one contact_changed per contact.
+    const ordersChanged = new Map<string, TriggerFact>();
+    const ordersChangedFor = (row: OrderRow, at: number) => {
+      if (!ordersChanged.has(row.contact_id)) ordersChanged.set(row.contact_id, contactChangedFact(row.workspace_id, row.contact_id, 'orders', at));
+    };
     const sales = new ActivityDelta();
     for (const [workspaceId, indexes] of byWorkspace) {
       const touchedContacts: string[] = [];
@@ -208,6 +214,7 @@ export function createOrderUpsert(deps: {
         const before = storedItems.get(row.id) ?? [];
         sales.order(salesOf(row, before), -1).order(salesOf({ ...row, ...patch }, change.fields.items ?? before), 1);
         touchedContacts.push(row.contact_id);
+        ordersChangedFor(row, change.at);
         results[i] = { orderId: row.id, outcome: 'updated' };
       }
       if (fresh.length === 0) {
@@ -245,10 +252,11 @@ export function createOrderUpsert(deps: {
         // order_placed flows start for live webhook orders only: not for a cancelled order, and not for a
         // historical backfill (a sync must not mail customers about last year's orders).
         if (row.origin === 'webhook' && row.cancelled_at === null) facts.push(orderPlacedFact(row));
+        else ordersChangedFor(row, row.created_at);
       }
       await orderStore.refreshContactTotals(trx, workspaceId, touchedContacts);
     }
-    await outbox.record(trx, facts);
+    await outbox.record(trx, [...facts, ...ordersChanged.values()]);
     await activity.record(trx, sales);
     return lost;
   }

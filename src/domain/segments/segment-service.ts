@@ -42,6 +42,7 @@ function affects(fact: OutboxFact, reads: ConditionDependencies): boolean {
       const change = fact.payload?.change as ContactChange | undefined;
       if (change === 'orders') return reads.orders;
       if (change === 'profile') return reads.contact;
+      if (change === 'events') return reads.events.size > 0;
       // A new contact (or a fact that does not say): every condition may hold for it now.
       return true;
     }

@@ -7,9 +7,9 @@ import { CONTACT_FIELDS } from './segment.schema.js';
 
 const DAY_MS = 86_400_000;
 
-/** Joins fragments with an operator, each in parentheses. */
+/** Joins fragments with an operator, each and the whole in parentheses (knex's whereRaw adds none). */
 function join(parts: SqlFragment[], operator: 'AND' | 'OR'): SqlFragment {
-  return { sql: parts.map((p) => `(${p.sql})`).join(` ${operator} `), bindings: parts.flatMap((p) => p.bindings) };
+  return { sql: `(${parts.map((p) => `(${p.sql})`).join(` ${operator} `)})`, bindings: parts.flatMap((p) => p.bindings) };
 }
 
 /** NOT that stays true when the condition is NULL (an absent property is "not equal" to anything). */

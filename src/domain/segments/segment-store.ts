@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import { chunk, insertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor } from '../db/bulk.js';
 import type { Dialect, SqlFragment } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -60,8 +60,8 @@ export function createSegmentStore(dialect: Dialect) {
       await db('segments').where({ id }).update(toColumns(patch));
     },
 
+    /** Its memberships go with it (foreign key ON DELETE CASCADE). */
     async delete(db: Db, id: string): Promise<void> {
-      await db('segment_members').where({ segment_id: id }).delete();
       await db('segments').where({ id }).delete();
     },
 
@@ -125,13 +125,14 @@ export function createSegmentStore(dialect: Dialect) {
           .whereRaw(condition.sql, condition.bindings)
           .whereNotExists(db('segment_members as m').select(db.raw('1')).where('m.segment_id', segment.id).whereRaw('m.contact_id = c.id'));
         if (ids) entering.whereIn('c.id', ids);
-        const entered: string[] = await entering.pluck('c.id');
-        await insertRows(
-          db,
-          dialect,
-          'segment_members',
-          entered.map((contactId) => ({ segment_id: segment.id, contact_id: contactId, workspace_id: segment.workspace_id, entered_at: now })),
-        );
+        const candidates: string[] = await entering.pluck('c.id');
+        // Another process may have let the same contact in meanwhile: only the rows this insert wrote entered.
+        const entered: string[] = [];
+        for (const part of chunk(candidates, chunkSizeFor(dialect, 4))) {
+          const rows = part.map((contactId) => ({ segment_id: segment.id, contact_id: contactId, workspace_id: segment.workspace_id, entered_at: now }));
+          const written = await db('segment_members').insert(rows).onConflict(['segment_id', 'contact_id']).ignore().returning('contact_id');
+          entered.push(...written.map((row: { contact_id: string }) => row.contact_id));
+        }
         return entered;
       });
     },

@@ -144,9 +144,10 @@ export type TriggerOutbox = ReturnType<typeof createTriggerOutbox>;
 /**
  * What a `contact_changed` fact says changed (its payload's `change`), so segments re-evaluate only the
  * conditions that read it: `profile` properties or status, `orders` the contact's orders (cancelled, refunded,
- * updated, synced), `created` a new contact (any condition may hold for it).
+ * updated, synced), `events` earlier anonymous events now the contact's, `created` a new contact (any
+ * condition may hold for it).
  */
-export type ContactChange = 'created' | 'profile' | 'orders';
+export type ContactChange = 'created' | 'profile' | 'orders' | 'events';
 
 export const contactChangedFact = (workspaceId: string, contactId: string, change: ContactChange, at: number): TriggerFact => ({
   workspaceId,
