@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect, inject, it } from 'vitest';
 import { loadConfig } from '../src/domain/config.js';
 import { createServices } from '../src/domain/create-services.js';
@@ -35,6 +36,15 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
     expect(res.statusCode).toBe(200);
     return res.json() as { openapi: string; paths: Record<string, Record<string, Operation>>; components: { securitySchemes: Record<string, unknown> } };
   };
+
+  it('the document is valid OpenAPI 3.1 (a maintained validator accepts it, every $ref resolves)', async () => {
+    const validator = new Validator();
+    const result = await validator.validate(await document());
+    expect(result.errors ?? []).toEqual([]);
+    expect(result.valid).toBe(true);
+    expect(validator.version).toMatch(/^3\.1/);
+    expect(() => validator.resolveRefs()).not.toThrow();
+  });
 
   it('GET /openapi.json lists every registered route (but its own page), each with its noun and credential', async () => {
     const doc = await document();
