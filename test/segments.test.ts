@@ -1,6 +1,6 @@
 import { expect, it } from 'vitest';
 import { parseConditions } from '../src/domain/segments/segment.schema.js';
-import { SEGMENT_JOBS } from '../src/domain/segments/segment-service.js';
+import { REFRESH_INTERVAL_MS, SEGMENT_JOBS } from '../src/domain/segments/segment-service.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
 
@@ -469,18 +469,25 @@ describeEachDatabase('segments', (h) => {
     const pending = () => knex()('jobs').where({ kind: SEGMENT_JOBS.refresh }).whereNull('failed_at');
     const [job] = await pending();
     expect(await pending()).toHaveLength(1);
-    expect(Number(job.run_at)).toBeGreaterThan(h().clock() + 3_500_000);
+    expect(Number(job.run_at)).toBeGreaterThan(h().clock() + REFRESH_INTERVAL_MS - 600_000);
 
+    // Saving another time-window segment while one refresh waits adds none.
+    await segment(ws, { all: [{ orders: { count: { gte: 1 } }, within_days: 30 }] });
+    expect(await pending()).toHaveLength(1);
+
+    // Eight days later (the segments' clock), the worker runs the refresh that fell due.
     h().clock.advance(8 * DAY);
     try {
-      await h().services.jobHandlers[SEGMENT_JOBS.refresh]!({ id: Number(job.id), kind: SEGMENT_JOBS.refresh, payload: {}, attempt: 1, maxAttempts: 10 });
+      await knex()('jobs').where({ id: job.id }).update({ run_at: Date.now() - 1 });
+      await work();
       expect(await emailsIn(ws, recent.id)).toEqual([]);
       expect(await emailsIn(ws, lapsed.id)).toEqual(['ann@example.com', 'bob@example.com']);
       expect((await enteredFacts(ws, lapsed.id)).map((f) => f.contact_id)).toEqual([ann]);
-      // The job that ran is still pending as it runs, so exactly one follows it, an hour later.
-      const next = (await pending()).filter((row) => Number(row.id) !== Number(job.id));
-      expect(next).toHaveLength(1);
-      expect(Number(next[0].run_at)).toBe(h().clock() + 3_600_000);
+      // It ran once and left exactly one successor, an hour later.
+      const [next, ...more] = await pending();
+      expect(more).toEqual([]);
+      expect(Number(next.id)).not.toBe(Number(job.id));
+      expect(Number(next.run_at)).toBe(h().clock() + REFRESH_INTERVAL_MS);
     } finally {
       h().clock.advance(-8 * DAY);
     }

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Database, Db } from '../db/database.js';
+import type { Database } from '../db/database.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import type { Job, JobStore } from './job-store.js';
 
@@ -104,8 +104,10 @@ export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Cl
       return at === null ? null : Math.max(0, at - clock());
     },
 
-    /** Jobs not given up (running ones included); `trx` to read inside the caller's transaction. */
-    pendingCount: (kinds?: string[], trx: Db = db.knex) => store.pendingCount(trx, kinds),
+    pendingCount: (kinds?: string[]) => store.pendingCount(db.knex, kinds),
+
+    /** Whether a job of this kind waits to run, read in the caller's transaction (a job that repeats itself keeps one). */
+    hasWaiting: (trx: Knex.Transaction, kind: string) => store.hasWaiting(trx, kind),
     failed: (limit = 50) => store.failed(db.knex, limit),
   };
 }

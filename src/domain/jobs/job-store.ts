@@ -97,6 +97,11 @@ export function createJobStore(dialect: Dialect) {
       return changed > 0;
     },
 
+    /** Whether a job of this kind waits to run (not running, not given up). */
+    async hasWaiting(db: Db, kind: string): Promise<boolean> {
+      return (await db('jobs').where({ kind }).whereNull('failed_at').whereNull('locked_by').first('id')) !== undefined;
+    },
+
     /** When the next job that is not running falls due (null: none waiting). */
     async nextRunAt(db: Db): Promise<number | null> {
       const row = await db('jobs').whereNull('failed_at').whereNull('locked_by').min({ at: 'run_at' }).first();

@@ -93,9 +93,13 @@ export function createSegmentService(deps: {
     }));
   }
 
-  /** A time-window segment was saved: make sure a refresh is coming (one chain of jobs, however many segments). */
-  async function scheduleRefresh(trx: Knex.Transaction, row: SegmentRow): Promise<void> {
-    if (!row.has_time_window || (await jobs.pendingCount([SEGMENT_JOBS.refresh], trx)) > 0) return;
+  /**
+   * Makes sure a refresh waits to run, an hour from now, unless one already waits: one chain of jobs however
+   * many segments are saved. A running refresh does not count (it may have checked for segments before this
+   * one was saved); two chains started at once merge, as each run re-enqueues only when none waits.
+   */
+  async function scheduleRefresh(trx: Knex.Transaction): Promise<void> {
+    if (await jobs.hasWaiting(trx, SEGMENT_JOBS.refresh)) return;
     await jobs.enqueue(trx, [{ kind: SEGMENT_JOBS.refresh, runAt: clock() + REFRESH_INTERVAL_MS }]);
   }
 
@@ -110,10 +114,7 @@ export function createSegmentService(deps: {
         });
       }
       await writeTransaction(async (trx) => {
-        // This job's own row still counts as pending while it runs.
-        if ((await store.withTimeWindow(trx)).length > 0 && (await jobs.pendingCount([SEGMENT_JOBS.refresh], trx)) <= 1) {
-          await jobs.enqueue(trx, [{ kind: SEGMENT_JOBS.refresh, runAt: clock() + REFRESH_INTERVAL_MS }]);
-        }
+        if (await store.anyWithTimeWindow(trx)) await scheduleRefresh(trx);
       });
     },
   };
@@ -163,7 +164,7 @@ export function createSegmentService(deps: {
       return writeTransaction(async (trx) => {
         await store.insert(trx, row);
         await store.fill(trx, row, conditionsSql(dialect, row.conditions, now), now);
-        await scheduleRefresh(trx, row);
+        if (row.has_time_window) await scheduleRefresh(trx);
         return toRecord(trx, row);
       });
     },
@@ -195,7 +196,7 @@ export function createSegmentService(deps: {
         await store.update(trx, id, { name: next.name, conditions: next.conditions, has_time_window: next.has_time_window, updated_at: next.updated_at });
         if (conditions !== undefined) {
           await outbox.record(trx, await reevaluate(trx, next, null));
-          await scheduleRefresh(trx, next);
+          if (next.has_time_window) await scheduleRefresh(trx);
         }
         return toRecord(trx, next);
       });

@@ -85,6 +85,10 @@ export function createSegmentStore(dialect: Dialect) {
       return (await db('segments').where({ has_time_window: true }).orderBy('id')).map(fromRow);
     },
 
+    async anyWithTimeWindow(db: Db): Promise<boolean> {
+      return (await db('segments').where({ has_time_window: true }).first('id')) !== undefined;
+    },
+
     async memberCounts(db: Db, segmentIds: string[]): Promise<Map<string, number>> {
       if (segmentIds.length === 0) return new Map();
       const rows = await db('segment_members').whereIn('segment_id', segmentIds).groupBy('segment_id').select('segment_id', db.raw('COUNT(*) AS n'));
