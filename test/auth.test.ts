@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { createServices } from '../src/domain/create-services.js';
 import { openDatabase } from '../src/domain/db/database.js';
+import { hashPassword, verifyPassword } from '../src/domain/users/passwords.js';
 import { describeEachDatabase, type Harness } from './helpers/harness.js';
 
 let userCounter = 0;
@@ -115,6 +116,20 @@ describeEachDatabase('accounts: register, login, refresh', (h) => {
       expect(Object.keys(res.json()).sort()).toEqual(['error', 'request_id']);
       expect(res.json().error).toBe('invalid credentials');
     }
+  });
+
+  it('an unknown email costs a password check too (checked against a dummy hash)', async () => {
+    const elapsed = async (work: () => Promise<unknown>) => {
+      const start = performance.now();
+      await work();
+      return performance.now() - start;
+    };
+    const hash = await hashPassword(PASSWORD);
+    // The fastest of a few: one scrypt check on this machine as it is loaded now.
+    const check = Math.min(...[await elapsed(() => verifyPassword('wrong password', hash)), await elapsed(() => verifyPassword('wrong', hash))]);
+    await post(h(), 'login', { email: nextEmail(), password: PASSWORD }); // the dummy hash is made once
+    const unknown = await elapsed(() => post(h(), 'login', { email: nextEmail(), password: PASSWORD }));
+    expect(unknown).toBeGreaterThan(check / 2);
   });
 
   it('a refresh token works once; a reused one is refused and revokes its family, the newest token included', async () => {
