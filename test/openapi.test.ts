@@ -49,7 +49,7 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
   it('GET /openapi.json lists every registered route (but its own page), each with its noun and credential', async () => {
     const doc = await document();
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['apiKey', 'integrationKey', 'siteId']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['accessToken', 'apiKey', 'integrationKey', 'siteId']);
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
     const served = (await registeredRoutes(h().database.url)).filter(
       (route) => !DOCUMENTATION_ROUTES.some((prefix) => route.split(' ')[1]!.startsWith(prefix)),
@@ -59,7 +59,8 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
     expect(documented.filter((route) => !served.includes(route))).toEqual([]);
 
     const credentialOf = (method: string, path: string) => doc.paths[path]![method]!.security;
-    expect(credentialOf('post', '/api/v1/contacts')).toEqual([{ apiKey: [] }]);
+    expect(credentialOf('post', '/api/v1/contacts')).toEqual([{ apiKey: [] }, { accessToken: [] }]);
+    expect(credentialOf('post', '/api/v1/auth/login')).toEqual([]);
     expect(credentialOf('post', '/ecom/{platform}/{integrationId}')).toEqual([{ integrationKey: [] }]);
     expect(credentialOf('post', '/collect/event')).toEqual([{ siteId: [] }]);
     expect(credentialOf('get', '/emk.js')).toEqual([{ siteId: [] }]);
@@ -68,7 +69,9 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
       for (const [method, op] of Object.entries(ops)) {
         expect(op.tags?.length, `${method} ${path}`).toBe(1);
         expect(op.summary, `${method} ${path}`).toBeTruthy();
-        if (path.startsWith('/api/v1/')) expect(op.security, `${method} ${path}`).toEqual([{ apiKey: [] }]);
+        if (path.startsWith('/api/v1/') && !path.startsWith('/api/v1/auth/')) {
+          expect(op.security, `${method} ${path}`).toEqual([{ apiKey: [] }, { accessToken: [] }]);
+        }
       }
     }
   });

@@ -60,6 +60,9 @@ import { createTriggerContexts } from './flows/trigger-context.js';
 import { parseConditions, type SegmentConditions } from './segments/segment.schema.js';
 import { createSegmentService } from './segments/segment-service.js';
 import { createSegmentStore } from './segments/segment-store.js';
+import { createAccessTokens } from './users/access-tokens.js';
+import { createUserService } from './users/user-service.js';
+import { createUserStore } from './users/user-store.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -113,6 +116,16 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     store: createWorkspaceStore(dialect),
     apiKeys,
     integrations,
+    clock,
+  });
+  const userStore = createUserStore();
+  const users = createUserService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: userStore,
+    workspaces,
+    // Access tokens live 15 minutes (docs/api/auth.md).
+    accessTokens: createAccessTokens({ knex, writeTransaction: db.writeTransaction, store: userStore, ttlSeconds: 15 * 60, clock }),
     clock,
   });
   const settings = createSettingsService({
@@ -306,6 +319,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     apiKeys,
     integrations,
     workspaces,
+    users,
     settings,
     identityTokens,
     attribution,

@@ -10,6 +10,7 @@ import { registerOpenApi } from './openapi/openapi-plugin.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
 import { requestIdOf, registerRequestId } from './plugins/request-id.js';
 import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
+import { authRoutes } from './routes/auth/auth-routes.js';
 import { collectRoutes } from './routes/collect/collect-routes.js';
 import { sdkRoutes } from './routes/sdk/sdk-routes.js';
 import { contactRoutes } from './routes/contacts/contact-routes.js';
@@ -79,9 +80,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes(services));
   await app.register(trackingRoutes(services));
   await app.register(consentRoutes(services));
+  await app.register(authRoutes(services), { prefix: '/api/v1/auth' });
   await app.register(
     async (api) => {
-      registerApiKeyAuth(api, services.apiKeys);
+      registerApiKeyAuth(api, services.apiKeys, services.users);
       await api.register(eventRoutes(services));
       await api.register(shipmentRoutes(services));
       await api.register(orderRoutes(services));

@@ -30,21 +30,27 @@ export function createWorkspaceService(deps: {
   const bySiteId = new TtlCache<string, Workspace>(30_000, deps.clock);
 
   return {
+    /** A workspace with its site id and signing secret, in the caller's transaction (`bootstrap`, `/auth/register`). */
+    async create(trx: Knex.Transaction, name: string): Promise<Workspace> {
+      const id = uuidv7();
+      await store.insert(trx, {
+        id,
+        name,
+        site_id: `site_${randomToken(20)}`,
+        secret: randomBytes(32).toString('hex'),
+        created_at: Date.now(),
+      });
+      return (await store.findById(trx, id))!;
+    },
+
     /** `emk init`: a workspace with its site id, one API key and an active Website integration. */
     async bootstrap(input: unknown): Promise<BootstrappedWorkspace> {
       const { name, domain } = parseInput(createWorkspaceSchema, input);
       return writeTransaction(async (trx) => {
-        const id = uuidv7();
-        await store.insert(trx, {
-          id,
-          name,
-          site_id: `site_${randomToken(20)}`,
-          secret: randomBytes(32).toString('hex'),
-          created_at: Date.now(),
-        });
-        const apiKey = await apiKeys.create(trx, id);
-        const integration = await integrations.create(trx, id, { platform: 'website', domain });
-        return { workspace: (await store.findById(trx, id))!, apiKey, integration };
+        const workspace = await this.create(trx, name);
+        const apiKey = await apiKeys.create(trx, workspace.id);
+        const integration = await integrations.create(trx, workspace.id, { platform: 'website', domain });
+        return { workspace, apiKey, integration };
       });
     },
 

@@ -13,9 +13,15 @@ import { checkInput } from '../../domain/shared/validate.js';
  * on unchanged; the domain's parse is the one whose output is used.
  */
 
-/** The three credentials of the spec's Authentication table, as OpenAPI security schemes. */
+/** The three credentials of the spec's Authentication table, and a user's access token, as OpenAPI security schemes. */
 export const SECURITY_SCHEMES = {
   apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Workspace API key (`emk_…`): the management API.' },
+  accessToken: {
+    type: 'http',
+    scheme: 'bearer',
+    bearerFormat: 'JWT',
+    description: "A user's access token from /api/v1/auth/*: the management API of the workspace the user owns, like its API key.",
+  },
   integrationKey: {
     type: 'http',
     scheme: 'bearer',
@@ -29,7 +35,15 @@ export const SECURITY_SCHEMES = {
   },
 } as const;
 
-export type Credential = keyof typeof SECURITY_SCHEMES | 'none';
+/** What a route accepts: the management API (`apiKey`) takes the workspace's key or its user's access token. */
+const SECURITY = {
+  apiKey: [{ apiKey: [] }, { accessToken: [] }],
+  integrationKey: [{ integrationKey: [] }],
+  siteId: [{ siteId: [] }],
+  none: [],
+} as const;
+
+export type Credential = keyof typeof SECURITY;
 
 /** Schemas that document a request without validating it (the webhook never refuses a body over its shape). */
 const documentOnly = new WeakSet<object>();
@@ -81,7 +95,7 @@ export function describeRoute(route: RouteDescription): FastifySchema {
   return {
     tags: [route.tag],
     summary: route.summary,
-    security: route.credential === 'none' ? [] : [{ [route.credential]: [] }],
+    security: SECURITY[route.credential],
     ...(route.params ? { params: route.params } : {}),
     ...(route.query ? { querystring: route.query } : {}),
     ...(route.body ? { body: route.body } : {}),

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { emailSchema, text } from '../shared/validate.js';
+
+/** Passwords are hashed, never stored: any text of 8 to 1,024 characters (the bound keeps scrypt's input small). */
+const newPassword = z.string().min(8).max(1024);
+
+/** POST /api/v1/auth/register. */
+export const registerSchema = z.object({
+  email: emailSchema,
+  password: newPassword,
+  workspace_name: text(200),
+});
+
+/** POST /api/v1/auth/login: any password is checked (a rule changed later must not lock old accounts out). */
+export const loginSchema = z.object({
+  email: emailSchema,
+  password: z.string().min(1).max(1024),
+});
+
+/** POST /api/v1/auth/refresh. */
+export const refreshSchema = z.object({ refresh_token: z.string().min(1).max(200) });
+
+export interface UserRecord {
+  id: string;
+  email: string;
+}
+
+/** A signed-in user's credentials: a short-lived access token and a single-use refresh token. */
+export interface Session {
+  user: UserRecord;
+  access_token: string;
+  refresh_token: string;
+  /** Seconds until the access token expires. */
+  expires_in: number;
+}
+
+export interface Registration extends Session {
+  workspace: { id: string; site_id: string };
+}
+
+export const userRecordSchema = z.object({ id: z.string(), email: z.string() }) satisfies z.ZodType<UserRecord>;
+
+export const sessionSchema = z.object({
+  user: userRecordSchema,
+  access_token: z.string().describe('JWT (HS256), sent as `Authorization: Bearer …` to the management API'),
+  refresh_token: z.string().describe('Single use: POST /api/v1/auth/refresh answers a new pair'),
+  expires_in: z.number().int().describe('Seconds the access token stays valid'),
+}) satisfies z.ZodType<Session>;
+
+export const registrationSchema = sessionSchema.extend({
+  workspace: z.object({ id: z.string(), site_id: z.string() }),
+}) satisfies z.ZodType<Registration>;
