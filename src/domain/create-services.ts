@@ -60,6 +60,8 @@ import { createTriggerContexts } from './flows/trigger-context.js';
 import { parseConditions, type SegmentConditions } from './segments/segment.schema.js';
 import { createSegmentService } from './segments/segment-service.js';
 import { createSegmentStore } from './segments/segment-store.js';
+import { createDataRightsService } from './data-rights/data-rights-service.js';
+import { createDataRightsStore } from './data-rights/data-rights-store.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -292,6 +294,17 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   });
   const reports = createReportService({ knex, orderStore, campaignStore, flowStore });
   const consent = createConsentService({ knex, tracking, contactStore, contacts, workspaces });
+  const dataRights = createDataRightsService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: createDataRightsStore(),
+    contactStore,
+    eventStore,
+    orderStore,
+    messageStore,
+    activity: productActivity,
+    activityStore: productActivityStore,
+  });
 
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
   const rateLimiter = createRateLimiter(
@@ -335,6 +348,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     segments,
     reports,
     consent,
+    dataRights,
     /** Finishes pending writes, then closes the relay's connections and the database. Safe to call more than once. */
     close() {
       closing ??= (async () => {
