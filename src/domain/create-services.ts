@@ -299,9 +299,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     writeTransaction: db.writeTransaction,
     store: createDataRightsStore(),
     contactStore,
-    eventStore,
-    orderStore,
-    messageStore,
+    lists: { events, orders, messages },
     activity: productActivity,
     activityStore: productActivityStore,
   });

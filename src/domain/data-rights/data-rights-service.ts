@@ -4,26 +4,26 @@ import { contactKey } from '../contacts/contact-store.js';
 import type { Contact } from '../contacts/contact.schema.js';
 import type { Database } from '../db/database.js';
 import { NotFoundError } from '../errors.js';
-import type { EventStore } from '../events/event-store.js';
-import type { MessageStore } from '../messages/message-store.js';
-import type { OrderStore } from '../orders/order-store.js';
+import type { EventService } from '../events/event-service.js';
+import type { MessageService } from '../messages/message-service.js';
+import type { OrderService } from '../orders/order-service.js';
 import { ActivityDelta, VIEW_EVENT } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import type { ProductActivityStore } from '../recommendations/product-activity-store.js';
-import type { Paging } from '../shared/paging.js';
+import type { Page, Paging } from '../shared/paging.js';
 import type { DataRightsStore } from './data-rights-store.js';
 import type { ContactExport } from './data-rights.schema.js';
 
 /** Rows an export reads at a time from each list. */
 const EXPORT_PAGE = 1_000;
 
-/** Every row of a paged list, page after page. */
-async function everything<T>(list: (paging: Paging) => Promise<{ rows: T[]; total: number }>): Promise<T[]> {
+/** Every record of a management list, page after page. */
+async function everything<T>(list: (paging: Paging) => Promise<Page<T>>): Promise<T[]> {
   const all: T[] = [];
   for (let page = 1; ; page++) {
-    const { rows, total } = await list({ page, perPage: EXPORT_PAGE });
-    all.push(...rows);
-    if (rows.length < EXPORT_PAGE || all.length >= total) return all;
+    const { data, meta } = await list({ page, perPage: EXPORT_PAGE });
+    all.push(...data);
+    if (data.length < EXPORT_PAGE || all.length >= meta.total) return all;
   }
 }
 
@@ -36,13 +36,12 @@ export function createDataRightsService(deps: {
   writeTransaction: Database['writeTransaction'];
   store: DataRightsStore;
   contactStore: ContactStore;
-  eventStore: EventStore;
-  orderStore: OrderStore;
-  messageStore: MessageStore;
+  /** The lists the export reads whole, as the management API shows their records. */
+  lists: { events: Pick<EventService, 'list'>; orders: Pick<OrderService, 'list'>; messages: Pick<MessageService, 'list'> };
   activity: ProductActivity;
   activityStore: ProductActivityStore;
 }) {
-  const { knex, writeTransaction, store, contactStore, eventStore, orderStore, messageStore, activity, activityStore } = deps;
+  const { knex, writeTransaction, store, contactStore, lists, activity, activityStore } = deps;
 
   return {
     /** The contact of an email (case-insensitive), for the command line; `contact not found` when none. */
@@ -73,9 +72,9 @@ export function createDataRightsService(deps: {
       const filter = { contact_id: id };
       return {
         contact: (await contactStore.toContacts(knex, [row]))[0]!,
-        events: await everything((paging) => eventStore.list(knex, workspaceId, filter, paging)),
-        orders: await orderStore.toOrders(knex, await everything((paging) => orderStore.list(knex, workspaceId, filter, paging))),
-        messages: await everything((paging) => messageStore.list(knex, workspaceId, filter, paging)),
+        events: await everything((paging) => lists.events.list(workspaceId, filter, paging)),
+        orders: await everything((paging) => lists.orders.list(workspaceId, filter, paging)),
+        messages: await everything((paging) => lists.messages.list(workspaceId, filter, paging)),
         consent: await contactStore.statusChanges(knex, id),
       };
     },
