@@ -13,6 +13,7 @@ import { workspacesCommand } from './commands/workspaces/index.js';
 import { workerCommand } from './commands/worker.js';
 import { campaignsCommand } from './commands/campaigns/index.js';
 import { reportCommand } from './commands/reports/index.js';
+import { contactsCommand } from './commands/contacts/index.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
     workerCommand(),
     campaignsCommand(),
     reportCommand(),
+    contactsCommand(),
   ]) {
     program.addCommand(command);
   }

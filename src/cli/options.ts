@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
-import { checkValue } from '../domain/shared/validate.js';
+import { checkValue, emailSchema } from '../domain/shared/validate.js';
 import { formatOf } from './input/record-reader.js';
 
 /** A flag's value through a zod schema; a bad one is a usage error (exit 2) naming the flag. */
@@ -19,6 +19,9 @@ export const concurrencyFlag = (value: string) => flag('--concurrency', wholeNum
 
 /** `--port`: 0 (any free port) to 65535. */
 export const portFlag = (value: string) => flag('--port', wholeNumber(0, 65_535), value);
+
+/** `--email`: an email address (a contact is found by it case-insensitively). */
+export const emailFlag = (value: string) => flag('--email', emailSchema, value);
 
 /** `--file` of an import: a .csv or .jsonl file that exists. */
 export function inputFile(path: string): string {

@@ -63,6 +63,8 @@ import { createSegmentStore } from './segments/segment-store.js';
 import { createAccessTokens } from './users/access-tokens.js';
 import { createUserService } from './users/user-service.js';
 import { createUserStore } from './users/user-store.js';
+import { createDataRightsService } from './data-rights/data-rights-service.js';
+import { createDataRightsStore } from './data-rights/data-rights-store.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -305,6 +307,15 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   });
   const reports = createReportService({ knex, orderStore, campaignStore, flowStore });
   const consent = createConsentService({ knex, tracking, contactStore, contacts, workspaces });
+  const dataRights = createDataRightsService({
+    knex,
+    writeTransaction: db.writeTransaction,
+    store: createDataRightsStore(),
+    contactStore,
+    lists: { events, orders, messages },
+    activity: productActivity,
+    activityStore: productActivityStore,
+  });
 
   // Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory.
   const rateLimiter = createRateLimiter(
@@ -349,6 +360,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     segments,
     reports,
     consent,
+    dataRights,
     /** Finishes pending writes, then closes the relay's connections and the database. Safe to call more than once. */
     close() {
       closing ??= (async () => {

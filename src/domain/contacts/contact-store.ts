@@ -35,6 +35,12 @@ export const contactKey = (workspaceId: string, email: string) => compositeKey(w
 // Tuple IN lists: two bindings a pair, well under either database's limit.
 const PAIRS_PER_QUERY = 5_000;
 
+/**
+ * The contacts a person can reach: erased contacts stay as tombstones (their orders point at them) and are
+ * left out of every read.
+ */
+const people = (db: Db) => db('contacts').whereNull('erased_at');
+
 export function createContactStore(dialect: Dialect) {
   const fromRow = (raw: Record<string, unknown>): ContactRow => ({
     ...(raw as unknown as ContactRow),
@@ -46,7 +52,7 @@ export function createContactStore(dialect: Dialect) {
   async function selectByKeys(db: Db, pairs: [string, string][], lock: boolean): Promise<ContactRow[]> {
     const rows: ContactRow[] = [];
     for (const [workspaceId, keys] of byWorkspace(pairs, PAIRS_PER_QUERY)) {
-      const query = db('contacts').where({ workspace_id: workspaceId }).whereIn('email_key', keys).orderBy('id');
+      const query = people(db).where({ workspace_id: workspaceId }).whereIn('email_key', keys).orderBy('id');
       rows.push(...(await (lock ? dialect.forUpdate(query) : query)).map(fromRow));
     }
     return rows;
@@ -104,7 +110,7 @@ export function createContactStore(dialect: Dialect) {
     },
 
     async countInWorkspace(db: Db, workspaceId: string): Promise<number> {
-      const [{ n }] = (await db('contacts').where({ workspace_id: workspaceId }).count({ n: '*' })) as [{ n: number | string }];
+      const [{ n }] = (await people(db).where({ workspace_id: workspaceId }).count({ n: '*' })) as [{ n: number | string }];
       return Number(n);
     },
 
@@ -119,13 +125,13 @@ export function createContactStore(dialect: Dialect) {
     async findByIds(db: Db, workspaceId: string, ids: string[]): Promise<ContactRow[]> {
       const rows: ContactRow[] = [];
       for (const part of chunk(ids, PAIRS_PER_QUERY)) {
-        rows.push(...(await db('contacts').where({ workspace_id: workspaceId }).whereIn('id', part)).map(fromRow));
+        rows.push(...(await people(db).where({ workspace_id: workspaceId }).whereIn('id', part)).map(fromRow));
       }
       return rows;
     },
 
     async findById(db: Db, workspaceId: string, id: string, lock = false): Promise<ContactRow | null> {
-      const query = db('contacts').where({ workspace_id: workspaceId, id }).first();
+      const query = people(db).where({ workspace_id: workspaceId, id }).first();
       const row = await (lock ? dialect.forUpdate(query) : query);
       return row ? fromRow(row) : null;
     },
@@ -164,6 +170,27 @@ export function createContactStore(dialect: Dialect) {
         origin: row.origin as string,
         at: toIso(row.created_at as number)!,
       }));
+    },
+
+    /**
+     * Turns the contact into a tombstone: no email (its key becomes its id, which no email can equal, so the
+     * address is free for a new contact), no properties, status or source; its consent history and anonymous
+     * ids go. Revenue totals stay: they are sums over the orders it keeps.
+     */
+    async erase(db: Db, id: string, now: number): Promise<void> {
+      await db('contact_anonymous_ids').where({ contact_id: id }).delete();
+      await db('subscription_changes').where({ contact_id: id }).delete();
+      await db('contacts')
+        .where({ id })
+        .update({
+          email: '',
+          email_key: id,
+          properties: dialect.writeJson({}),
+          subscription_status: 'non_subscribed',
+          source: null,
+          erased_at: now,
+          updated_at: now,
+        });
     },
 
     /** Claims anonymous ids for contacts; an id already claimed keeps its first owner. */
@@ -215,7 +242,7 @@ export function createContactStore(dialect: Dialect) {
     },
 
     async list(db: Db, workspaceId: string, filter: { email?: string }, paging: Paging) {
-      const base = db('contacts').where({ workspace_id: workspaceId });
+      const base = people(db).where({ workspace_id: workspaceId });
       if (filter.email) base.where({ email_key: emailKey(filter.email) });
       return selectPage(base, NEWEST_FIRST, paging, fromRow);
     },

@@ -79,8 +79,11 @@ export interface ConsentChange {
   at: string;
 }
 
-export const consentHistorySchema = z.object({
-  data: z.array(
-    z.object({ status: subscriptionStatusSchema, previous_status: subscriptionStatusSchema.nullable(), origin: z.string(), at: z.string() }),
-  ),
-});
+export const consentChangeSchema = z.object({
+  status: subscriptionStatusSchema,
+  previous_status: subscriptionStatusSchema.nullable(),
+  origin: z.string(),
+  at: z.string(),
+}) satisfies z.ZodType<ConsentChange>;
+
+export const consentHistorySchema = z.object({ data: z.array(consentChangeSchema) });

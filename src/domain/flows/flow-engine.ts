@@ -92,17 +92,20 @@ export function createFlowEngine(deps: {
   const stepJobs = (items: ReadonlyArray<readonly [string, number]>, runAt?: number): JobToEnqueue[] =>
     chunk([...items], STEP_BATCH).map((part) => ({ kind: FLOW_JOBS.step, payload: { enrollments: part }, ...(runAt === undefined ? {} : { runAt }) }));
 
-  /** Contacts of these requests that meet their flow's filters (flows without filters keep everyone). */
+  /**
+   * Requests whose contact meets the flow's filters (flows without filters keep every contact that is not
+   * erased: a kept order of an erased contact still records facts).
+   */
   async function meetingFilters(db: Db, requests: EnrollmentRequest[]): Promise<EnrollmentRequest[]> {
     const byFlow = new Map<FlowRow, EnrollmentRequest[]>();
     for (const r of requests) byFlow.set(r.flow, [...(byFlow.get(r.flow) ?? []), r]);
     const kept: EnrollmentRequest[] = [];
     for (const [flow, group] of byFlow) {
-      if (flow.filters === null) {
-        kept.push(...group);
-        continue;
-      }
-      const meeting = await filters(db, flow.workspace_id, flow.filters, [...new Set(group.map((r) => r.contactId))]);
+      const ids = [...new Set(group.map((r) => r.contactId))];
+      const meeting =
+        flow.filters === null
+          ? new Set((await contactStore.findByIds(db, flow.workspace_id, ids)).map((c) => c.id))
+          : await filters(db, flow.workspace_id, flow.filters, ids);
       kept.push(...group.filter((r) => meeting.has(r.contactId)));
     }
     return kept;

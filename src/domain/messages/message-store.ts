@@ -129,7 +129,7 @@ export function createMessageStore(dialect: Dialect) {
         `INSERT INTO messages (id, workspace_id, contact_id, campaign_id, dedupe_key, batch, message_type, to_email, status, created_at, updated_at)
          SELECT ${dialect.newIdSql}, c.workspace_id, c.id, ?, ? || c.id, (ROW_NUMBER() OVER (ORDER BY c.id) - 1) / ?, 'marketing', c.email, 'queued', ?, ?
          FROM contacts c
-         WHERE c.workspace_id = ? AND c.subscription_status = 'subscribed'
+         WHERE c.workspace_id = ? AND c.subscription_status = 'subscribed' AND c.erased_at IS NULL
            AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.workspace_id = c.workspace_id AND s.email_key = c.email_key)
            ${inSegment}
          ON CONFLICT (dedupe_key) DO NOTHING`,

@@ -88,6 +88,12 @@ export class ActivityDelta {
     return this;
   }
 
+  /** Counts views already grouped per product and day (the activity store's `viewsOf`) in (+1) or out (-1). */
+  views(workspaceId: string, rows: Array<{ product_key: string; day: number; views: number }>, sign: 1 | -1): this {
+    for (const row of rows) this.count(workspaceId, row.product_key, row.day, 0, sign * row.views);
+    return this;
+  }
+
   private count(workspaceId: string, productKey: string, day: number, unitsSold: number, views: number) {
     const id = compositeKey(workspaceId, productKey, day);
     const counts = this.counts.get(id) ?? { workspaceId, productKey, day, unitsSold: 0, views: 0 };

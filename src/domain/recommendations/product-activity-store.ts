@@ -31,6 +31,10 @@ const daySql = (column: string) => `(${column} / ${DAY_MS})`;
 
 const SCORE_SQL = `units_sold * ${VIEWS_PER_SALE} + views`;
 
+/** The product a view event names, in SQL: the first of the spellings that holds an id, as productIdOfProperties reads it. */
+const viewKeySql = (dialect: Dialect) =>
+  `COALESCE(${EVENT_PRODUCT_ID_FIELDS.map((field) => `NULLIF(TRIM(${dialect.jsonText('properties', field)}), '')`).join(', ')})`;
+
 const AGGREGATE_TABLES = ['product_activity_daily', 'product_activity_totals', 'product_pairs_daily', 'product_pair_totals'] as const;
 
 export function createProductActivityStore(dialect: Dialect) {
@@ -178,6 +182,22 @@ export function createProductActivityStore(dialect: Dialect) {
       await trx('product_activity_totals').where({ workspace_id: workspaceId, units_sold: 0, views: 0 }).delete();
     },
 
+    /** A contact's product views per product and day, counted in SQL (what erasing the contact takes out). */
+    async viewsOf(db: Db, workspaceId: string, contactId: string, viewEvent: string): Promise<DailyChange[]> {
+      const rows: Array<{ product_key: string; day: unknown; views: unknown }> = await db
+        .select('product_key', 'day', db.raw('COUNT(*) AS views'))
+        .from(
+          db('events')
+            .where({ workspace_id: workspaceId, contact_id: contactId, event_name: viewEvent })
+            .select(db.raw(`${viewKeySql(dialect)} AS product_key`), db.raw(`${daySql('created_at')} AS day`))
+            .as('views'),
+        )
+        .whereNotNull('product_key')
+        .whereRaw('LENGTH(product_key) <= 255')
+        .groupBy('product_key', 'day');
+      return rows.map((row) => ({ product_key: row.product_key, day: dialect.readNumber(row.day), units_sold: 0, views: dialect.readNumber(row.views) }));
+    },
+
     /**
      * Recomputes every aggregate of the workspace from its stored orders and product-view events since
      * `startDay`, in SQL (no rows through the process). Same rules as the write path (activity-delta.ts):
@@ -191,8 +211,6 @@ export function createProductActivityStore(dialect: Dialect) {
         await trx(table).where({ workspace_id: workspaceId }).delete();
       }
       const since = startDay * DAY_MS;
-      // The first of the spellings that holds an id, as productIdOfProperties reads it.
-      const viewKey = `COALESCE(${EVENT_PRODUCT_ID_FIELDS.map((field) => `NULLIF(TRIM(${dialect.jsonText('properties', field)}), '')`).join(', ')})`;
       await trx.raw(
         `INSERT INTO product_activity_daily (workspace_id, product_key, day, units_sold, views)
          SELECT ?, product_key, day, SUM(units_sold), SUM(views) FROM (
@@ -201,7 +219,7 @@ export function createProductActivityStore(dialect: Dialect) {
            WHERE oi.workspace_id = ? AND oi.ordered_at >= ? AND oi.external_id IS NOT NULL AND o.cancelled_at IS NULL
            UNION ALL
            SELECT product_key, day, 0, 1 FROM (
-             SELECT ${viewKey} AS product_key, ${daySql('created_at')} AS day
+             SELECT ${viewKeySql(dialect)} AS product_key, ${daySql('created_at')} AS day
              FROM events WHERE workspace_id = ? AND event_name = ? AND created_at >= ?) AS views
            WHERE product_key IS NOT NULL AND LENGTH(product_key) <= 255
          ) AS activity

@@ -218,7 +218,7 @@ export function createRanker(deps: {
     const personal = isPerRecipient(type);
     // Without a recipient, the per-recipient types use the plain ordering (docs/api/feeds.md).
     if (!personal || request.contactId === undefined) return null;
-    const contact = await request.db('contacts').where({ workspace_id: request.workspaceId, id: request.contactId }).first('id');
+    const contact = await request.db('contacts').where({ workspace_id: request.workspaceId, id: request.contactId }).whereNull('erased_at').first('id');
     if (!contact) throw new NotFoundError('contact not found');
     // The recipient's own history, over the same look-back days as the store-wide aggregates.
     const since = windowStartAt(now()) * DAY_MS;

@@ -99,12 +99,12 @@ function ordersLeaf(leaf: OrdersLeaf, now: number): SqlFragment {
 }
 
 /**
- * Conditions (or any node of them) as one boolean SQL expression over a `contacts` row aliased `c`: event and
- * order leaves are correlated subqueries on indexed columns; time windows end at `now` (the process's clock).
+ * A node of the conditions as one boolean SQL expression over a `contacts` row aliased `c`: event and order
+ * leaves are correlated subqueries on indexed columns; time windows end at `now` (the process's clock).
  */
-export function conditionsSql(dialect: Dialect, node: Condition, now: number): SqlFragment {
-  if ('all' in node) return join(node.all.map((child) => conditionsSql(dialect, child, now)), 'AND');
-  if ('any' in node) return join(node.any.map((child) => conditionsSql(dialect, child, now)), 'OR');
+function nodeSql(dialect: Dialect, node: Condition, now: number): SqlFragment {
+  if ('all' in node) return join(node.all.map((child) => nodeSql(dialect, child, now)), 'AND');
+  if ('any' in node) return join(node.any.map((child) => nodeSql(dialect, child, now)), 'OR');
   if ('event' in node) return eventLeaf(node, now);
   if ('orders' in node) return ordersLeaf(node, now);
   if ('property' in node) {
@@ -114,3 +114,6 @@ export function conditionsSql(dialect: Dialect, node: Condition, now: number): S
   return { sql: 'c.subscription_status = ?', bindings: [node.subscription_status] };
 }
 
+/** Conditions as SQL over `c` that no erased contact (a tombstone kept for its orders) meets. */
+export const conditionsSql = (dialect: Dialect, conditions: Condition, now: number): SqlFragment =>
+  join([{ sql: 'c.erased_at IS NULL', bindings: [] }, nodeSql(dialect, conditions, now)], 'AND');

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 import {
   consentHistorySchema,
   contactListQuerySchema,
@@ -7,13 +8,14 @@ import {
   upsertContactSchema,
 } from '../../../domain/contacts/contact.schema.js';
 import type { Services } from '../../../domain/create-services.js';
+import { contactExportSchema } from '../../../domain/data-rights/data-rights.schema.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
 import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
 
 const contacts = { tag: 'Contacts', credential: 'apiKey' as const };
 
-/** Management contacts: list and read, reconcile by email, merge and consent updates. */
+/** Management contacts: list and read, reconcile by email, merge and consent updates, erasure and export. */
 export function contactRoutes(services: Services) {
   return async (app: FastifyInstance) => {
     app.get(
@@ -80,6 +82,37 @@ export function contactRoutes(services: Services) {
         }),
       },
       async (request) => services.contacts.consentHistory(request.workspaceId, request.params.id),
+    );
+
+    app.delete<{ Params: { id: string } }>(
+      '/contacts/:id',
+      {
+        schema: describeRoute({
+          ...contacts,
+          summary: 'Erase the person: events, messages, carts, consent, memberships, enrolments go; orders stay on an anonymous tombstone',
+          params: idParams,
+          replies: { 204: z.null().describe('No content') },
+          errors: [401, 404],
+        }),
+      },
+      async (request, reply) => {
+        await services.dataRights.erase(request.workspaceId, request.params.id);
+        return reply.code(204).send();
+      },
+    );
+
+    app.get<{ Params: { id: string } }>(
+      '/contacts/:id/export',
+      {
+        schema: describeRoute({
+          ...contacts,
+          summary: 'Everything kept about the person: the contact, all its events, orders, messages and consent history',
+          params: idParams,
+          replies: { 200: contactExportSchema },
+          errors: [401, 404],
+        }),
+      },
+      async (request) => services.dataRights.export(request.workspaceId, request.params.id),
     );
   };
 }

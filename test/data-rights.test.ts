@@ -1,0 +1,208 @@
+import { expect, it } from 'vitest';
+import { runEmk, runEmkInTerminal } from './helpers/cli.js';
+import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { sendingHelpers } from './helpers/sending.js';
+
+type Row = Record<string, any>;
+
+/** Every table that holds a contact's traces, by its contact_id column. */
+const TRACE_TABLES = [
+  'events',
+  'messages',
+  'carts',
+  'engagements',
+  'trigger_outbox',
+  'flow_enrollments',
+  'segment_members',
+  'contact_anonymous_ids',
+  'subscription_changes',
+];
+
+describeEachDatabase('data rights: erase, export, consent', (h) => {
+  const { api, contact, campaign, work, messagesOf } = sendingHelpers(h);
+  const knex = () => h().services.db.knex;
+  const path = (url: string) => new URL(url).pathname;
+  const hook = async (ws: TestWorkspace, body: unknown) => {
+    const reply = await h().request({ method: 'POST', url: `/ecom/website/${ws.integrationId}`, headers: { authorization: `Bearer ${ws.integrationKey}` }, json: body });
+    expect(reply.statusCode, reply.body).toBe(200);
+  };
+  const views = async (ws: TestWorkspace, email: string, productId: string, n: number) => {
+    const events = Array.from({ length: n }, () => ({ email, event_name: 'viewed_product', properties: { product_id: productId } }));
+    expect((await api(ws, 'POST', '/events/batch', { events })).json().errors).toEqual([]);
+  };
+  const mostViewed = async (ws: TestWorkspace, feedId: string) =>
+    (await api(ws, 'GET', `/product-feeds/${feedId}/products`)).json().data.map((p: { external_id: string }) => p.external_id);
+  const traces = async (contactId: string) => {
+    const counts: Record<string, number> = {};
+    for (const table of TRACE_TABLES) counts[table] = Number((await knex()(table).where({ contact_id: contactId }).count({ n: '*' }))[0]!.n);
+    return counts;
+  };
+
+  /**
+   * A shop with a person who has data of every kind (events and views, a message and a click, an attributed
+   * order, a cart, an anonymous id, two consent changes, a segment membership, an enrolment in progress) and
+   * another shopper whose views stay.
+   */
+  async function personWithEverything() {
+    const ws = await h().workspace();
+    for (const id of ['tee', 'cap']) await hook(ws, { event_type: 'product_created', external_id: `p-${id}`, product: { external_id: id, title: id, price: 10 } });
+    const email = `erin${Math.random().toString(36).slice(2)}@example.com`;
+    const id = await contact(ws, 'subscribed', { first_name: 'Erin' }, email);
+    await contact(ws, 'subscribed', { first_name: 'Kim' }, 'kim@example.com');
+    const identified = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email, anonymous_id: 'anon-erin' } });
+    expect(identified.json().contact_id).toBe(id);
+
+    const segment = (await api(ws, 'POST', '/segments', { name: 'Erins', conditions: { all: [{ property: 'first_name', operator: 'equals', value: 'Erin' }] } })).json().id;
+    const flow = (await api(ws, 'POST', '/flows', {
+      name: 'Club',
+      status: 'live',
+      trigger: { type: 'event', event_name: 'joined_club' },
+      steps: [{ type: 'delay', minutes: 600 }, { type: 'email', subject: 'Welcome', html: '<p>Hi</p>' }],
+    })).json().id;
+    const campaignId = await campaign(ws, { html: '<a href="https://shop.test/p/1">Product</a>' });
+    await api(ws, 'POST', `/campaigns/${campaignId}/send`);
+    await work();
+    const [message] = await messagesOf(ws, `contact_id=${id}`);
+    const link = /href="([^"]+)"/.exec(message!.html)![1]!.replace(/&amp;/g, '&');
+    expect((await h().request({ method: 'GET', url: path(link) })).statusCode).toBe(302);
+    await hook(ws, { event_type: 'order_placed', external_id: 'd-o1', email, order: { external_id: 'o1', total_amount: 100, currency: 'EUR', items: [{ external_id: 'tee', quantity: 1 }] } });
+    await hook(ws, { event_type: 'added_to_cart', external_id: 'd-c1', email, cart: { external_id: 'c1', items: [{ external_id: 'cap', quantity: 1 }] } });
+    await views(ws, email, 'cap', 3);
+    await views(ws, 'kim@example.com', 'tee', 2);
+    expect((await api(ws, 'POST', '/events', { contact_id: id, event_name: 'joined_club' })).statusCode).toBe(201);
+    expect((await api(ws, 'PATCH', `/contacts/${id}`, { subscription_status: 'unsubscribed' })).statusCode).toBe(200);
+    await work();
+    const feed = (await api(ws, 'POST', '/product-feeds', { name: 'Popular', recommendation_type: 'most_viewed', max_items: 10 })).json().feed.id;
+    return { ws, id, email, segment, flow, campaignId, feed };
+  }
+
+  it('erasure deletes every trace in one go, keeps the orders on a tombstone and the revenue, and takes the views out of the rankings', async () => {
+    const { ws, id, email, segment, flow, campaignId, feed } = await personWithEverything();
+    const before = await traces(id);
+    for (const table of TRACE_TABLES) expect(before[table], table).toBeGreaterThan(0);
+    expect((await api(ws, 'GET', `/flows/${flow}/enrollments`)).json().data.map((e: Row) => [e.contact_id, e.status])).toEqual([[id, 'waiting']]);
+    expect(await mostViewed(ws, feed)).toEqual(['cap', 'tee']);
+    const revenue = (await api(ws, 'GET', '/reports/revenue')).json();
+    expect(revenue.data).toMatchObject([{ campaign_id: campaignId, orders: 1, revenue: 100 }]);
+    const report = (await api(ws, 'GET', `/campaigns/${campaignId}/report`)).json();
+    expect(report).toMatchObject({ orders: 1, revenue: 100 });
+
+    expect((await api(ws, 'DELETE', `/contacts/${id}`)).statusCode).toBe(204);
+
+    expect(await traces(id)).toEqual(Object.fromEntries(TRACE_TABLES.map((table) => [table, 0])));
+    const tombstone = await knex()('contacts').where({ id }).first();
+    expect(tombstone).toMatchObject({ email: '', email_key: id, source: null, subscription_status: 'non_subscribed' });
+    expect(typeof tombstone.properties === 'string' ? JSON.parse(tombstone.properties) : tombstone.properties).toEqual({});
+    expect(Number(tombstone.erased_at)).toBeGreaterThan(0);
+    // Orders stay (on the tombstone), so revenue reports do not change.
+    expect((await api(ws, 'GET', `/ecommerce/orders?contact_id=${id}`)).json().data.map((o: Row) => [o.external_id, o.total_amount])).toEqual([['o1', 100]]);
+    expect((await api(ws, 'GET', '/reports/revenue')).json()).toEqual(revenue);
+    expect((await api(ws, 'GET', `/campaigns/${campaignId}/report`)).json()).toMatchObject({ orders: 1, revenue: 100 });
+    // The person's three views of cap are gone; Kim's two of tee stay.
+    expect(await mostViewed(ws, feed)).toEqual(['tee']);
+    const totals = await knex()('product_activity_totals').where({ workspace_id: ws.id }).orderBy('product_key');
+    expect(totals.map((r: Row) => [r.product_key, Number(r.views), Number(r.units_sold)])).toEqual([
+      ['cap', 0, 0],
+      ['tee', 2, 1],
+    ]);
+    expect((await api(ws, 'GET', `/segments/${segment}/members`)).json().meta.total).toBe(0);
+    expect((await api(ws, 'GET', `/flows/${flow}/enrollments`)).json().data).toEqual([]);
+    await work();
+
+    // 404 everywhere.
+    for (const [method, url, body] of [
+      ['GET', `/contacts/${id}`],
+      ['PATCH', `/contacts/${id}`, { properties: { a: 1 } }],
+      ['DELETE', `/contacts/${id}`],
+      ['GET', `/contacts/${id}/consent`],
+      ['GET', `/contacts/${id}/export`],
+      ['POST', '/events', { contact_id: id, event_name: 'joined_club' }],
+    ] as const) {
+      expect((await api(ws, method, url, body)).statusCode, `${method} ${url}`).toBe(404);
+    }
+    expect((await api(ws, 'GET', `/events?contact_id=${id}`)).json()).toMatchObject({ data: [], meta: { total: 0 } });
+    expect((await api(ws, 'GET', `/contacts?email=${email}`)).json().meta.total).toBe(0);
+    expect((await api(ws, 'GET', `/contacts?email=${id}`)).json().meta.total).toBe(0);
+    expect((await api(ws, 'GET', '/contacts')).json().data.map((c: Row) => c.email)).toEqual(['kim@example.com']);
+
+    // A campaign to everyone subscribed reaches Kim alone.
+    const next = await campaign(ws, { name: 'Next' });
+    expect((await api(ws, 'POST', `/campaigns/${next}/send`)).json().recipients).toBe(1);
+
+    // The same address is a new person afterwards: a new contact, no history, nothing attached.
+    const again = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email: email.toUpperCase(), anonymous_id: 'anon-erin' } });
+    const fresh = again.json().contact_id;
+    expect(fresh).not.toBe(id);
+    expect((await api(ws, 'GET', `/contacts/${fresh}`)).json()).toMatchObject({ email: email.toUpperCase(), anonymous_ids: ['anon-erin'], orders_count: 0, lifetime_revenue: 0 });
+    expect((await api(ws, 'GET', `/events?contact_id=${fresh}`)).json().meta.total).toBe(0);
+  });
+
+  it('export holds everything kept about the person; consent lists every change with its origin', async () => {
+    const { ws, id, email } = await personWithEverything();
+    const consent = (await api(ws, 'GET', `/contacts/${id}/consent`)).json();
+    expect(consent.data.map((c: Row) => [c.previous_status, c.status, c.origin])).toEqual([
+      [null, 'subscribed', 'create:api'],
+      ['subscribed', 'unsubscribed', 'api:update'],
+    ]);
+    expect(consent.data.every((c: Row) => !Number.isNaN(Date.parse(c.at)))).toBe(true);
+
+    const reply = await api(ws, 'GET', `/contacts/${id}/export`);
+    expect(reply.statusCode).toBe(200);
+    const exported = reply.json();
+    expect(Object.keys(exported).sort()).toEqual(['consent', 'contact', 'events', 'messages', 'orders']);
+    expect(exported.contact).toEqual((await api(ws, 'GET', `/contacts/${id}`)).json());
+    expect(exported.contact).toMatchObject({ email, anonymous_ids: ['anon-erin'], properties: { first_name: 'Erin' } });
+    expect(exported.events).toEqual((await api(ws, 'GET', `/events?contact_id=${id}&perPage=500`)).json().data);
+    expect(exported.events.map((e: Row) => e.event_name)).toEqual(expect.arrayContaining(['viewed_product', 'joined_club', 'email_clicked']));
+    expect(exported.events.filter((e: Row) => e.event_name === 'viewed_product')).toHaveLength(3);
+    expect(exported.orders.map((o: Row) => [o.external_id, o.total_amount, o.items.length])).toEqual([['o1', 100, 1]]);
+    expect(exported.messages).toEqual(await messagesOf(ws, `contact_id=${id}`));
+    expect(exported.messages).toHaveLength(1);
+    expect(exported.consent).toEqual(consent.data);
+    expect((await api(ws, 'GET', '/contacts/nobody/export')).statusCode).toBe(404);
+  });
+
+  it('emk contacts export|erase: by email (any case), JSON or human, confirmation required, exit codes', async () => {
+    const { ws, id, email } = await personWithEverything();
+    const emk = (args: string[]) => runEmk(['contacts', ...args, '--workspace', ws.id, '--db', h().database.url]);
+    const exported = (await api(ws, 'GET', `/contacts/${id}/export`)).json();
+
+    const json = await emk(['export', '--email', email.toUpperCase(), '--json']);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(exported);
+    const human = await emk(['export', '--email', email]);
+    expect(human.code, human.stderr).toBe(0);
+    expect(JSON.parse(human.stdout)).toEqual(exported);
+
+    for (const args of [['export', '--email', 'nobody@example.com'], ['erase', '--email', 'nobody@example.com', '--yes']]) {
+      const unknown = await emk(args);
+      expect([unknown.code, unknown.stdout, unknown.stderr.trim()]).toEqual([1, '', 'emk: contact not found']);
+    }
+    const bad = await emk(['export', '--email', 'not-an-email']);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/--email/)]);
+
+    // No terminal and no --yes: nothing happens, exit 2 with the hint (also with --json).
+    for (const extra of [[], ['--json']]) {
+      const refused = await emk(['erase', '--email', email, ...extra]);
+      expect([refused.code, refused.stdout]).toEqual([2, '']);
+      expect(refused.stderr).toMatch(/--yes/);
+    }
+    expect((await api(ws, 'GET', `/contacts/${id}`)).statusCode).toBe(200);
+
+    const erased = await emk(['erase', '--email', email.toUpperCase(), '--yes', '--json']);
+    expect(erased.code, erased.stderr).toBe(0);
+    expect(JSON.parse(erased.stdout)).toEqual({ id, email, erased: true });
+    expect((await api(ws, 'GET', `/contacts/${id}`)).statusCode).toBe(404);
+    expect((await emk(['erase', '--email', email, '--yes'])).code).toBe(1);
+
+    // Human output, and the question at a terminal.
+    const other = await contact(ws, 'non_subscribed', {}, 'other@example.com');
+    const asked = await runEmkInTerminal(
+      ['contacts', 'erase', '--email', 'other@example.com', '--workspace', ws.id, '--db', h().database.url],
+      [['Yes / ', 'y\r']],
+    );
+    expect(asked.code, asked.stdout).toBe(0);
+    expect(asked.stdout).toMatch(new RegExp(`erased contact ${other}`));
+    expect((await api(ws, 'GET', `/contacts/${other}`)).statusCode).toBe(404);
+  }, 180_000);
+});
