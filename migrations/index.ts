@@ -20,6 +20,7 @@ import * as createJobs from './202611241000_create_jobs.js';
 import * as createCampaignsAndMessages from './202611241001_create_campaigns_and_messages.js';
 import * as createFlows from './202611241100_create_flows.js';
 import * as createSegments from './202611241101_create_segments.js';
+import * as createSegmentIngest from './202611241210_create_segment_ingest.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -52,4 +53,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611241001_create_campaigns_and_messages', createCampaignsAndMessages],
   ['202611241100_create_flows', createFlows],
   ['202611241101_create_segments', createSegments],
+  ['202611241210_create_segment_ingest', createSegmentIngest],
 ];

@@ -60,6 +60,8 @@ import { createTriggerContexts } from './flows/trigger-context.js';
 import { parseConditions, type SegmentConditions } from './segments/segment.schema.js';
 import { createSegmentService } from './segments/segment-service.js';
 import { createSegmentStore } from './segments/segment-store.js';
+import { createSegmentIngestService } from './segment-ingest/segment-ingest-service.js';
+import { createSegmentIngestStore } from './segment-ingest/segment-ingest-store.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -159,6 +161,16 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     applyShippingEvents: shipments.applyShippingEvents,
     activity: productActivity,
     identityTokens,
+  });
+  const segmentIngest = createSegmentIngestService({
+    writer,
+    store: createSegmentIngestStore(dialect),
+    contactStore,
+    eventStore,
+    outbox,
+    workspaces,
+    writeContacts: contacts.writeContacts,
+    recordEvents: events.recordEvents,
   });
   const productStore = createProductStore(dialect);
   const products = createProductService({
@@ -311,6 +323,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     attribution,
     contacts,
     events,
+    segmentIngest,
     shipments,
     products,
     feeds,
