@@ -90,6 +90,24 @@ describeEachDatabase('Segment-compatible ingest', (h) => {
     expect(await eventRows(ws)).toHaveLength(2);
   });
 
+  it("answers analytics.js's one-letter paths (text/plain bodies, writeKey inside, CORS) and accepts screen and group", async () => {
+    const ws = await h().workspace();
+    const anonymousId = unique('anon');
+    const post = (url: string, body: unknown) =>
+      h().app.inject({ method: 'POST', url, payload: JSON.stringify(body), headers: { 'content-type': 'text/plain', origin: 'https://shop.test' } });
+    const track = await post('/v1/t', { type: 'track', event: 'Product Viewed', anonymousId, writeKey: ws.siteId, properties: { product_id: 'p' } });
+    expect(track.statusCode).toBe(200);
+    expect(track.headers['access-control-allow-origin']).toBe('*');
+    expect((await post('/v1/p', { type: 'page', anonymousId, writeKey: ws.siteId, properties: { url: 'https://shop.test/x' } })).statusCode).toBe(200);
+    expect((await post('/v1/s', { type: 'screen', anonymousId, writeKey: ws.siteId })).statusCode).toBe(200);
+    expect((await post('/v1/group', { userId: 'u', groupId: 'g', writeKey: ws.siteId })).statusCode).toBe(200);
+    const email = uniqueEmail('ajs');
+    const batch = await post('/v1/b', { writeKey: ws.siteId, batch: [{ type: 'identify', anonymousId, traits: { email } }] });
+    expect(batch.statusCode).toBe(200);
+    const contact = (await contactByEmail(ws, email))!;
+    expect((await events(ws, `?contact_id=${contact.id}`)).map((e) => e.event_name).sort()).toEqual(['active_on_site', 'viewed_product']);
+  });
+
   // ------------------------------------------------------------------ dedupe
 
   it('a retried message (same messageId) is stored once, also across batch and single calls and within a batch', async () => {

@@ -17,7 +17,7 @@ import {
   messageTypeSchema,
   type PageMessage,
   type SegmentMessage,
-  type StoredType,
+  type MessageType,
 } from './segment-ingest.schema.js';
 import type { SegmentIngestStore, UserIdOwner } from './segment-ingest-store.js';
 
@@ -258,8 +258,8 @@ export function createSegmentIngestService(deps: {
   const storeMessages = (workspaceId: string, messages: SegmentMessage[]) => writer.run((trx) => apply(trx, workspaceId, messages));
 
   return {
-    /** POST /v1/identify|track|page|alias: one message, its type given by the path. */
-    async receive(writeKey: string | undefined, type: StoredType, body: unknown): Promise<{ success: true }> {
+    /** POST /v1/identify|track|page|alias (and screen|group, accepted): one message, its type given by the path. */
+    async receive(writeKey: string | undefined, type: MessageType, body: unknown): Promise<{ success: true }> {
       const workspaceId = await workspaceOf(writeKey);
       if (bytesOf(body) > MAX_MESSAGE_BYTES) throw new PayloadTooLargeError();
       const message = parseMessage(isObject(body) ? { ...body, type } : body, []);

@@ -7,9 +7,8 @@ export const MAX_MESSAGE_BYTES = 32 * 1024;
 export const MAX_BATCH_BYTES = 500 * 1024;
 
 /** The message types stored; `screen` and `group` are accepted and not stored (docs/api/segment.md). */
-export const STORED_TYPES = ['identify', 'track', 'page', 'alias'] as const;
-export type StoredType = (typeof STORED_TYPES)[number];
-export const MESSAGE_TYPES = [...STORED_TYPES, 'screen', 'group'] as const;
+export const MESSAGE_TYPES = ['identify', 'track', 'page', 'alias', 'screen', 'group'] as const;
+export type MessageType = (typeof MESSAGE_TYPES)[number];
 
 /**
  * Ids as clients send them: text, or a number (some servers send numeric user ids). At most 240 characters,
@@ -84,6 +83,8 @@ export const singleBodySchemas = {
   track: trackMessageSchema.omit({ type: true }).extend(writeKey),
   page: pageMessageSchema.omit({ type: true }).extend(writeKey),
   alias: aliasMessageSchema.omit({ type: true }).extend(writeKey),
+  screen: ignoredMessageSchema.omit({ type: true }).extend(writeKey),
+  group: ignoredMessageSchema.omit({ type: true }).extend(writeKey),
 };
 
 /** POST /v1/batch and /v1/import as documented: each message checked alone, a refused one named `batch[i]`. */
