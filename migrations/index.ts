@@ -21,6 +21,7 @@ import * as createCampaignsAndMessages from './202611241001_create_campaigns_and
 import * as createFlows from './202611241100_create_flows.js';
 import * as createSegments from './202611241101_create_segments.js';
 import * as createUsers from './202611241200_create_users.js';
+import * as createSegmentIngest from './202611241210_create_segment_ingest.js';
 import * as addContactErasedAt from './202611241220_add_contact_erased_at.js';
 
 export interface Migration {
@@ -55,5 +56,6 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611241100_create_flows', createFlows],
   ['202611241101_create_segments', createSegments],
   ['202611241200_create_users', createUsers],
+  ['202611241210_create_segment_ingest', createSegmentIngest],
   ['202611241220_add_contact_erased_at', addContactErasedAt],
 ];

@@ -16,6 +16,7 @@ const TRACE_TABLES = [
   'segment_members',
   'contact_anonymous_ids',
   'subscription_changes',
+  'contact_user_ids',
 ];
 
 describeEachDatabase('data rights: erase, export, consent', (h) => {
@@ -51,6 +52,13 @@ describeEachDatabase('data rights: erase, export, consent', (h) => {
     await contact(ws, 'subscribed', { first_name: 'Kim' }, 'kim@example.com');
     const identified = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email, anonymous_id: 'anon-erin' } });
     expect(identified.json().contact_id).toBe(id);
+    // Known to Segment-compatible ingest by a userId too.
+    const segmentIdentify = await h().request({
+      method: 'POST',
+      url: '/v1/identify',
+      json: { writeKey: ws.siteId, userId: 'user-erin', traits: { email }, messageId: 'm-erin-1' },
+    });
+    expect(segmentIdentify.statusCode).toBe(200);
 
     const segment = (await api(ws, 'POST', '/segments', { name: 'Erins', conditions: { all: [{ property: 'first_name', operator: 'equals', value: 'Erin' }] } })).json().id;
     const flow = (await api(ws, 'POST', '/flows', {

@@ -65,6 +65,8 @@ import { createUserService } from './users/user-service.js';
 import { createUserStore } from './users/user-store.js';
 import { createDataRightsService } from './data-rights/data-rights-service.js';
 import { createDataRightsStore } from './data-rights/data-rights-store.js';
+import { createSegmentIngestService } from './segment-ingest/segment-ingest-service.js';
+import { createSegmentIngestStore } from './segment-ingest/segment-ingest-store.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -174,6 +176,16 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     applyShippingEvents: shipments.applyShippingEvents,
     activity: productActivity,
     identityTokens,
+  });
+  const segmentIngest = createSegmentIngestService({
+    writer,
+    store: createSegmentIngestStore(dialect),
+    contactStore,
+    eventStore,
+    outbox,
+    workspaces,
+    writeContacts: contacts.writeContacts,
+    recordEvents: events.recordEvents,
   });
   const productStore = createProductStore(dialect);
   const products = createProductService({
@@ -336,6 +348,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     attribution,
     contacts,
     events,
+    segmentIngest,
     shipments,
     products,
     feeds,

@@ -31,6 +31,7 @@ import { suppressionRoutes } from './routes/suppressions/suppression-routes.js';
 import { reportRoutes } from './routes/reports/report-routes.js';
 import { trackingRoutes } from './routes/tracking/tracking-routes.js';
 import { consentRoutes } from './routes/consent/consent-routes.js';
+import { segmentIngestRoutes } from './routes/segment-ingest/segment-ingest-routes.js';
 
 /** The API's version in the OpenAPI document: the package's. */
 const EMK_VERSION = '0.1.0';
@@ -68,7 +69,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   registerErrorHandling(app);
   registerRequestId(app);
   // CORS first: a draining server's 503 (and its Retry-After) must be readable by the SDK on a shop's page.
-  registerCors(app, ['/collect/']);
+  registerCors(app, ['/collect/', '/v1/']);
   drain.register(app);
   registerRateLimits(app, services.rateLimiter, config.limits);
   registerJsonBody(app);
@@ -76,6 +77,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(healthRoutes(services));
   await app.register(collectRoutes(services));
+  await app.register(segmentIngestRoutes(services));
   await app.register(sdkRoutes());
   await app.register(webhookRoutes(services));
   await app.register(trackingRoutes(services));

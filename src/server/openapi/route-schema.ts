@@ -13,7 +13,7 @@ import { checkInput } from '../../domain/shared/validate.js';
  * on unchanged; the domain's parse is the one whose output is used.
  */
 
-/** The three credentials of the spec's Authentication table, and a user's access token, as OpenAPI security schemes. */
+/** The credentials of the spec's Authentication table, a user's access token and Segment's write key, as OpenAPI security schemes. */
 export const SECURITY_SCHEMES = {
   apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'Workspace API key (`emk_…`): the management API.' },
   accessToken: {
@@ -33,6 +33,11 @@ export const SECURITY_SCHEMES = {
     name: 's',
     description: 'The workspace site id: query `s` of /emk.js; the Collect API carries it as `site_id` in the body.',
   },
+  segmentWriteKey: {
+    type: 'http',
+    scheme: 'basic',
+    description: 'Segment-compatible ingest (`/v1/…`): the workspace site id as the Basic user with an empty password (or `writeKey` in the body).',
+  },
 } as const;
 
 /** What a route accepts: the management API (`apiKey`) takes the workspace's key or its user's access token. */
@@ -40,6 +45,7 @@ const SECURITY = {
   apiKey: [{ apiKey: [] }, { accessToken: [] }],
   integrationKey: [{ integrationKey: [] }],
   siteId: [{ siteId: [] }],
+  segmentWriteKey: [{ segmentWriteKey: [] }],
   none: [],
 } as const;
 

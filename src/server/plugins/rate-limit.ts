@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimitConfig } from '../../domain/config.js';
 import { RateLimitedError } from '../../domain/errors.js';
 import type { RateLimitBudget, RateLimiter } from '../../domain/rate-limits/rate-limiter.js';
+import { SEGMENT_PATH, segmentWriteKey } from './segment-write-key.js';
 
 const pathOf = (url: string) => url.split('?', 1)[0]!;
 const WEBHOOK_PATH = /^\/ecom\/[^/]+\/([^/]+)\/?$/;
@@ -20,9 +21,8 @@ function budgetsBeforeBody(limits: RateLimitConfig, path: string, ip: string): R
   return [];
 }
 
-/** The Collect API's budgets need the body's `site_id`. */
-function collectBudgets(limits: RateLimitConfig, ip: string, body: unknown): RateLimitBudget[] {
-  const siteId = (body as { site_id?: unknown } | null)?.site_id;
+/** The Collect API's budgets need the site id: the body's `site_id`, or Segment's write key (the same id). */
+function collectBudgets(limits: RateLimitConfig, ip: string, siteId: unknown): RateLimitBudget[] {
   const budgets: RateLimitBudget[] = [{ key: `collect:ip:${ip}`, limit: limits.collectPerIp }];
   if (typeof siteId === 'string' && siteId.length > 0 && siteId.length <= 64) {
     budgets.push(
@@ -50,7 +50,12 @@ export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter, l
     if (budgets.length > 0) await spend(limiter, budgets, reply);
   });
   app.addHook('preHandler', async (request, reply) => {
-    if (request.method === 'OPTIONS' || !pathOf(request.url).startsWith('/collect/')) return;
-    await spend(limiter, collectBudgets(limits, request.ip, request.body), reply);
+    if (request.method === 'OPTIONS') return;
+    const path = pathOf(request.url);
+    if (path.startsWith('/collect/')) {
+      await spend(limiter, collectBudgets(limits, request.ip, (request.body as { site_id?: unknown } | null)?.site_id), reply);
+    } else if (SEGMENT_PATH.test(path)) {
+      await spend(limiter, collectBudgets(limits, request.ip, segmentWriteKey(request)), reply);
+    }
   });
 }
