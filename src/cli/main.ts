@@ -12,6 +12,7 @@ import { feedsCommand } from './commands/feeds/index.js';
 import { workspacesCommand } from './commands/workspaces/index.js';
 import { workerCommand } from './commands/worker.js';
 import { campaignsCommand } from './commands/campaigns/index.js';
+import { contactsCommand } from './commands/contacts/index.js';
 import { reportCommand } from './commands/reports/index.js';
 
 export function buildProgram(): Command {
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
     workerCommand(),
     campaignsCommand(),
     reportCommand(),
+    contactsCommand(),
   ]) {
     program.addCommand(command);
   }
