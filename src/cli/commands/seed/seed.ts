@@ -74,6 +74,16 @@ async function findNamed<T extends { id: string; name: string }>(list: (paging: 
   }
 }
 
+/**
+ * The integration whose shop the catalog belongs to (the workspace's first): its products are ranked by
+ * behaviour, as a real shop's are, where manually imported ones never are (docs/api/feeds.md).
+ */
+async function shopOf(services: Services, workspaceId: string) {
+  const [integration] = (await services.integrations.list(workspaceId, FIRST_PAGE)).data;
+  if (!integration) throw new FixtureError('the workspace has no integration to hold the catalog: add one (POST /api/v1/integrations)');
+  return { workspaceId, platform: integration.platform, domain: integration.domain };
+}
+
 /** Loads a fixture set into a workspace: rows upsert by email and external ids, documents by name. */
 async function loadFixtures(context: CommandContext, services: Services, workspaceId: string, set: FixtureSet): Promise<void> {
   if (set.contacts) {
@@ -81,8 +91,9 @@ async function loadFixtures(context: CommandContext, services: Services, workspa
   }
   if (set.products) {
     const csv = formatOf(set.products) === 'csv';
+    const shop = await shopOf(services, workspaceId);
     await loadRows(context, set.products, async (records) => {
-      const outcomes = await services.products.upsertManual(workspaceId, csv ? records.map(fromCsv) : records);
+      const outcomes = await services.products.upsertForIntegration(shop, csv ? records.map(fromCsv) : records);
       return { errors: outcomes.flatMap((outcome, index) => ('error' in outcome ? [{ index, error: outcome.error }] : [])) };
     });
   }
