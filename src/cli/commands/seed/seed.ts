@@ -37,11 +37,11 @@ const FIRST_PAGE: Paging = { page: 1, perPage: 1 };
 async function loadRows(
   context: CommandContext,
   file: string,
-  handle: (records: Record<string, unknown>[]) => Promise<{ counts?: Record<string, number>; errors: Array<{ index: number; error: string }> }>,
+  handle: (records: Record<string, unknown>[]) => Promise<{ errors: Array<{ index: number; error: string }> }>,
 ): Promise<void> {
   const { summary, interrupted } = await runBatchFile(context, { file, concurrency: '4', label: 'seeding' }, async (records) => ({
     counts: {},
-    ...(await handle(records)),
+    errors: (await handle(records)).errors,
   }));
   if (interrupted) throw new CancelledError();
   const first = summary.errors[0];
