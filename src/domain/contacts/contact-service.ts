@@ -120,7 +120,7 @@ export function createContactService(deps: {
   writeTransaction: Database['writeTransaction'];
   contactStore: ContactStore;
   eventStore: EventStore;
-  /** Imports add suppressed addresses in their own transaction. */
+  /** An import adds its suppressed addresses in the transaction of its chunk. */
   suppressionStore: SuppressionStore;
   /** Every change of a contact's properties or status (and every new contact) re-evaluates its segments. */
   outbox: TriggerOutbox;
