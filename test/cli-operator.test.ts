@@ -69,6 +69,8 @@ for (const dialect of DIALECTS) {
       expect(code).toBe(0);
       expect(port).toBeGreaterThan(0);
       expect(stderr).toMatch(/^no workspace yet: create one with `npx emk init`/m);
+      // … or see it work with data first.
+      expect(stderr).toMatch(/^no workspace yet: .*, or try a demo shop with data: `npx emk seed`$/m);
     });
 
     it('workspaces list and api-keys create|list|revoke: a lost key or a second init never locks the operator out', async () => {

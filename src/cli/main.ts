@@ -12,8 +12,9 @@ import { feedsCommand } from './commands/feeds/index.js';
 import { workspacesCommand } from './commands/workspaces/index.js';
 import { workerCommand } from './commands/worker.js';
 import { campaignsCommand } from './commands/campaigns/index.js';
-import { reportCommand } from './commands/reports/index.js';
 import { contactsCommand } from './commands/contacts/index.js';
+import { reportCommand } from './commands/reports/index.js';
+import { seedCommand } from './commands/seed/seed.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
     campaignsCommand(),
     reportCommand(),
     contactsCommand(),
+    seedCommand(),
   ]) {
     program.addCommand(command);
   }

@@ -149,11 +149,14 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     contactStore,
     settings,
   });
+  const suppressionStore = createSuppressionStore(dialect);
   const contacts = createContactService({
     knex,
     writer,
+    writeTransaction: db.writeTransaction,
     contactStore,
     eventStore,
+    suppressionStore,
     outbox,
     contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
   });
@@ -233,7 +236,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   const suppressions = createSuppressionService({
     knex,
     writeTransaction: db.writeTransaction,
-    store: createSuppressionStore(dialect),
+    store: suppressionStore,
   });
   const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds }) });
   const transport = createTransport({

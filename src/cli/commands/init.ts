@@ -1,6 +1,7 @@
 import * as prompts from '@clack/prompts';
 import { Command } from 'commander';
 import { UsageError } from '../../domain/errors.js';
+import type { BootstrappedWorkspace } from '../../domain/workspaces/workspace-service.js';
 import { CancelledError, runCommand, withGlobalOptions, type CommandContext, type GlobalOptions } from '../run-command.js';
 
 interface InitOptions extends GlobalOptions {
@@ -30,6 +31,30 @@ async function gather(options: InitOptions, context: CommandContext) {
   return { name, domain };
 }
 
+/** What `emk init` prints (`emk seed` too, for the workspace it creates): keys in full, once. */
+export function initResult({ workspace, apiKey, integration }: BootstrappedWorkspace) {
+  return {
+    workspace_id: workspace.id,
+    site_id: workspace.site_id,
+    api_key: apiKey.key,
+    integration: {
+      id: integration.id,
+      api_key: integration.api_key,
+      platform: integration.platform,
+      domain: integration.domain,
+    },
+  };
+}
+
+export const describeInit = (result: ReturnType<typeof initResult>): string =>
+  [
+    `workspace  ${result.workspace_id}`,
+    `site id    ${result.site_id}`,
+    `api key    ${result.api_key}   (shown once: keep it)`,
+    `webhook    /ecom/website/${result.integration.id}`,
+    `  key      ${result.integration.api_key}   (shown once: keep it)`,
+  ].join('\n');
+
 export function initCommand(): Command {
   return withGlobalOptions(
     new Command('init')
@@ -39,29 +64,8 @@ export function initCommand(): Command {
   ).action((options: InitOptions) =>
     runCommand(
       options,
-      async (context) => {
-        const input = await gather(options, context);
-        const { workspace, apiKey, integration } = await (await context.services()).workspaces.bootstrap(input);
-        return {
-          workspace_id: workspace.id,
-          site_id: workspace.site_id,
-          api_key: apiKey.key,
-          integration: {
-            id: integration.id,
-            api_key: integration.api_key,
-            platform: integration.platform,
-            domain: integration.domain,
-          },
-        };
-      },
-      (result) =>
-        [
-          `workspace  ${result.workspace_id}`,
-          `site id    ${result.site_id}`,
-          `api key    ${result.api_key}   (shown once: keep it)`,
-          `webhook    /ecom/website/${result.integration.id}`,
-          `  key      ${result.integration.api_key}   (shown once: keep it)`,
-        ].join('\n'),
+      async (context) => initResult(await (await context.services()).workspaces.bootstrap(await gather(options, context))),
+      describeInit,
     ),
   );
 }

@@ -26,7 +26,9 @@ export function serveCommand(): Command {
         const { host, port } = server.boundTo;
         process.stderr.write(`emk listening on ${server.address} (bound to ${host}:${port})\n`);
         if ((await services.workspaces.list()).length === 0) {
-          process.stderr.write('no workspace yet: create one with `npx emk init` (it prints the API key and site id)\n');
+          process.stderr.write(
+            'no workspace yet: create one with `npx emk init` (it prints the API key and site id), or try a demo shop with data: `npx emk seed`\n',
+          );
         }
         await server.stopped;
         return { address: server.address, stopped: true };

@@ -1,17 +1,23 @@
 import type { Knex } from 'knex';
+import type { Database } from '../db/database.js';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError } from '../errors.js';
 import type { EventStore } from '../events/event-store.js';
 import { contactChangedFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
-import { parseInput } from '../shared/validate.js';
+import { rehearse, writeRowBatch } from '../shared/row-batch.js';
+import { parseInput, rowField } from '../shared/validate.js';
+import type { SuppressionStore } from '../suppressions/suppression-store.js';
 import {
   contactListQuerySchema,
   identifySchema,
+  importContactSchema,
   updateContactSchema,
   upsertContactSchema,
   type ConsentChange,
   type Contact,
+  type ContactImportResult,
+  type ImportContactInput,
   type SubscriptionStatus,
 } from './contact.schema.js';
 import { uuidv7 } from '../shared/ids.js';
@@ -26,6 +32,14 @@ export interface ContactSeed {
   properties: Record<string, unknown>;
   subscriptionStatus: SubscriptionStatus;
   source: string | null;
+  /** How the first status came to be (default: origin `create:<source>`, now). */
+  consent?: ConsentOrigin;
+}
+
+/** A consent history entry's origin and time (`import`, the time the person originally consented). */
+export interface ConsentOrigin {
+  origin: string;
+  at: number;
 }
 
 export interface EnsuredContact {
@@ -52,16 +66,32 @@ interface ContactWrite {
   /** Only for a contact this write creates; an existing contact's status never changes here. */
   statusOnCreate: SubscriptionStatus;
   sourceOnCreate: string | null;
+  consentOnCreate?: ConsentOrigin;
   anonymousId?: string;
 }
 
-type ContactWriteResult = { contactId: string; email: string; created: boolean } | { error: 'contact limit reached' };
+/** `updated`: an existing contact whose properties this write changed. */
+type ContactWriteResult = { contactId: string; email: string; created: boolean; updated: boolean } | { error: 'contact limit reached' };
 
 const CONTACT_LIMIT_REACHED = 'contact limit reached';
 
 function written(result: ContactWriteResult) {
   if ('error' in result) throw new LimitReachedError(result.error);
   return result;
+}
+
+/** Origin of an imported contact's first status, and the reason of the suppressions an import adds. */
+const IMPORT = 'import';
+
+/** An import row's profile: its properties, with `first_name`, `last_name` and `phone` columns set over them. */
+function importedProperties(input: ImportContactInput): Record<string, unknown> {
+  const { first_name, last_name, phone } = input;
+  return {
+    ...input.properties,
+    ...(first_name ? { first_name } : {}),
+    ...(last_name ? { last_name } : {}),
+    ...(phone ? { phone } : {}),
+  };
 }
 
 const isEmpty = (value: unknown) => value === undefined || value === null || value === '';
@@ -87,14 +117,17 @@ export function mergeProperties(
 export function createContactService(deps: {
   knex: Knex;
   writer: WriteBatcher;
+  writeTransaction: Database['writeTransaction'];
   contactStore: ContactStore;
   eventStore: EventStore;
+  /** An import adds its suppressed addresses in the transaction of its chunk. */
+  suppressionStore: SuppressionStore;
   /** Every change of a contact's properties or status (and every new contact) re-evaluates its segments. */
   outbox: TriggerOutbox;
   /** The workspace's contact limit (null: none), from settings. */
   contactLimitOf(db: Knex | Knex.Transaction, workspaceId: string): Promise<number | null>;
 }) {
-  const { knex, writer, contactStore, eventStore, outbox, contactLimitOf } = deps;
+  const { knex, writer, writeTransaction, contactStore, eventStore, suppressionStore, outbox, contactLimitOf } = deps;
 
   /**
    * The keys (sorted) that may still become contacts: a workspace with a `contact_limit` takes new contacts
@@ -160,7 +193,16 @@ export function createContactService(deps: {
     // A contact's first status is a change like any other: recorded with time and origin.
     await contactStore.recordStatusChanges(
       trx,
-      created.map((row) => ({ contactId: row.id, from: null, to: row.subscription_status, origin: `create:${row.source ?? 'unknown'}`, at: now })),
+      created.map((row) => {
+        const consent = firstSeed.get(compositeKey(row.workspace_id, row.email_key))!.consent;
+        return {
+          contactId: row.id,
+          from: null,
+          to: row.subscription_status,
+          origin: consent?.origin ?? `create:${row.source ?? 'unknown'}`,
+          at: consent?.at ?? now,
+        };
+      }),
     );
     await outbox.record(trx, created.map((row) => contactChangedFact(row.workspace_id, row.id, 'created', now)));
     const lostRaces = missing.filter((row) => !insertedIds.has(row.id)).map((row): [string, string] => [row.workspace_id, row.email_key]);
@@ -181,6 +223,7 @@ export function createContactService(deps: {
         properties: w.properties,
         subscriptionStatus: w.statusOnCreate,
         source: w.sourceOnCreate,
+        ...(w.consentOnCreate ? { consent: w.consentOnCreate } : {}),
       })),
       { lock: true },
     );
@@ -193,19 +236,15 @@ export function createContactService(deps: {
       if (!contact) return { error: CONTACT_LIMIT_REACHED };
       const createdHere = contact.created && !seen.has(key);
       seen.add(key);
-      if (!createdHere) {
-        const merged = mergeProperties(contact.row.properties, w.properties, w.merge);
-        if (merged) {
-          contact.row.properties = merged;
-          dirty.set(contact.row.id, contact);
-        }
+      const merged = createdHere ? null : mergeProperties(contact.row.properties, w.properties, w.merge);
+      if (merged) {
+        contact.row.properties = merged;
+        dirty.set(contact.row.id, contact);
       }
-      return { contactId: contact.row.id, email: contact.row.email, created: createdHere };
+      return { contactId: contact.row.id, email: contact.row.email, created: createdHere, updated: merged !== null };
     });
-    for (const contact of dirty.values()) {
-      await contactStore.update(trx, contact.row.id, { properties: contact.row.properties });
-    }
     const now = Date.now();
+    await contactStore.updateProperties(trx, [...dirty.values()].map(({ row }) => row), now);
     const changed = [...dirty.values()].map(({ row }) => contactChangedFact(row.workspace_id, row.id, 'profile', now));
 
     const links = writes.flatMap((w, i) => {
@@ -267,6 +306,47 @@ export function createContactService(deps: {
         }),
       );
       return { contact: await getRecord(knex, workspaceId, result.contactId), created: result.created };
+    },
+
+    /**
+     * `emk contacts import`: one chunk of a contact list (up to a few thousand rows), each row validated alone,
+     * in one transaction, set-based. A new contact takes the row's status with a consent history entry (origin
+     * `import`, at `consented_at` or now); an existing one has its properties merged and keeps its status.
+     * `suppressed` rows add their address to the suppressions. Idempotent by email. With `dryRun` the chunk is
+     * written and rolled back: the counts say what a real run would do.
+     */
+    importContacts(workspaceId: string, rows: unknown[], options: { dryRun?: boolean } = {}): Promise<ContactImportResult> {
+      return writeRowBatch({
+        schema: importContactSchema,
+        listName: 'contacts',
+        rows,
+        errorFor: (index, raw, error) => ({ index, email: rowField(raw, 'email'), error }),
+        empty: (): ContactImportResult => ({ created: 0, updated: 0, errors: [] }),
+        run: (unit) => (options.dryRun ? rehearse(writeTransaction, unit) : writer.run(unit)),
+        write: async (trx, valid, result) => {
+          const now = Date.now();
+          const outcomes = await writeContacts(
+            trx,
+            valid.map(({ input }) => ({
+              workspaceId,
+              email: input.email,
+              properties: importedProperties(input),
+              merge: 'overwrite',
+              statusOnCreate: input.subscription_status,
+              sourceOnCreate: IMPORT,
+              consentOnCreate: { origin: IMPORT, at: input.consented_at ?? now },
+            })),
+          );
+          outcomes.forEach((outcome, k) => {
+            const { index, input } = valid[k]!;
+            if ('error' in outcome) result.errors.push({ index, email: input.email, error: outcome.error });
+            else if (outcome.created) result.created++;
+            else if (outcome.updated) result.updated++;
+          });
+          const suppressed = valid.filter(({ input }) => input.suppressed).map(({ input }) => input.email);
+          await suppressionStore.add(trx, workspaceId, suppressed, IMPORT, now);
+        },
+      });
     },
 
     /** PATCH /api/v1/contacts/{id}: merge properties; the consent update endpoint records every change. */

@@ -109,6 +109,16 @@ export function createContactStore(dialect: Dialect) {
       return insertedIds;
     },
 
+    /** Writes the properties of stored contacts, a statement per few hundred (an upsert on their unique key). */
+    async updateProperties(db: Db, rows: ContactRow[], now: number): Promise<void> {
+      for (const part of chunk(rows, chunkSizeFor(dialect, 11))) {
+        await db('contacts')
+          .insert(part.map((row) => ({ ...row, properties: dialect.writeJson(row.properties), updated_at: now })))
+          .onConflict(['workspace_id', 'email_key'])
+          .merge(['properties', 'updated_at']);
+      }
+    },
+
     async countInWorkspace(db: Db, workspaceId: string): Promise<number> {
       const [{ n }] = (await people(db).where({ workspace_id: workspaceId }).count({ n: '*' })) as [{ n: number | string }];
       return Number(n);

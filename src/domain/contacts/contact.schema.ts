@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { timestampSchema } from '../orders/order.schema.js';
 import { emailSchema, jsonObject, looseText, text } from '../shared/validate.js';
 
 export const SUBSCRIPTION_STATUSES = ['subscribed', 'unsubscribed', 'non_subscribed'] as const;
@@ -32,6 +33,42 @@ export const updateContactSchema = z.object({
   subscription_status: subscriptionStatusSchema.optional(),
 });
 export type UpdateContactInput = z.infer<typeof updateContactSchema>;
+
+/** `true`/`false` as JSON or as the text of a CSV cell (any case; `yes`/`no`, `1`/`0` too). */
+const flagSchema = z.union([
+  z.boolean(),
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['true', 'false', 'yes', 'no', '1', '0'], { error: 'must be true or false' }))
+    .transform((v) => v === 'true' || v === 'yes' || v === '1'),
+]);
+
+/** One row of `emk contacts import` (docs/cli.md, Contact lists): POST /contacts per row, plus consent and suppression. */
+export const importContactSchema = z.object({
+  email: emailSchema,
+  first_name: looseText(255).optional(),
+  last_name: looseText(255).optional(),
+  phone: looseText(64).optional(),
+  properties: jsonObject.optional(),
+  subscription_status: subscriptionStatusSchema.default('non_subscribed'),
+  /** When the person originally consented (the consent history entry's time); now when absent. */
+  consented_at: timestampSchema.optional(),
+  /** `true` adds the address to the suppressions (reason `import`). */
+  suppressed: flagSchema.default(false),
+});
+export type ImportContactInput = z.output<typeof importContactSchema>;
+
+/**
+ * What one chunk of a contact import did: `created` new contacts, `updated` existing ones whose properties
+ * changed (a re-run counts neither), `errors` rows refused, by index.
+ */
+export interface ContactImportResult {
+  created: number;
+  updated: number;
+  errors: Array<{ index: number; email: string | null; error: string }>;
+}
 
 export const contactListQuerySchema = z.object({ email: looseText(320).optional() });
 

@@ -7,7 +7,7 @@ import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
-import { writeRowBatch } from '../shared/row-batch.js';
+import { rehearse, writeRowBatch } from '../shared/row-batch.js';
 import { parseInput, rowField } from '../shared/validate.js';
 import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
@@ -27,11 +27,6 @@ export interface SyncResult {
   updated: number;
   skipped: number;
   errors: Array<{ index: number; external_id: string | null; error: string }>;
-}
-
-/** Thrown to roll a dry run back once its counts are known. */
-class DryRunDone {
-  constructor(readonly result: SyncResult) {}
 }
 
 /** The order verbs of the management API and historical sync; the upsert engine lives in order-upsert.ts. */
@@ -99,18 +94,6 @@ export function createOrderService(deps: {
     });
   }
 
-  /** A dry run does the whole write and rolls it back: its counts are what a real run would write now. */
-  async function rehearse(unit: (trx: Knex.Transaction) => Promise<SyncResult>): Promise<SyncResult> {
-    try {
-      return await writeTransaction(async (trx) => {
-        throw new DryRunDone(await unit(trx));
-      });
-    } catch (error) {
-      if (error instanceof DryRunDone) return error.result;
-      throw error;
-    }
-  }
-
   function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
     return writeRowBatch({
       schema: syncOrderSchema,
@@ -118,7 +101,7 @@ export function createOrderService(deps: {
       rows,
       errorFor: (index, raw, error) => ({ index, external_id: rowField(raw, 'external_id'), error }),
       empty: (): SyncResult => ({ inserted: 0, updated: 0, skipped: 0, errors: [] }),
-      run: (unit) => (dryRun ? rehearse(unit) : writer.run(unit)),
+      run: (unit) => (dryRun ? rehearse(writeTransaction, unit) : writer.run(unit)),
       write: (trx, valid, counts) => syncRows(trx, workspaceId, valid, counts),
     });
   }

@@ -27,6 +27,13 @@ export interface ProductScope {
 /** Products created in the application (API, CSV import): platform and source `manual`. */
 export const MANUAL_PLATFORM = 'manual';
 
+/** What an integration writes carries its platform, and its shop's domain as the source. */
+const integrationScope = (integration: { workspaceId: string; platform: string; domain: string }): ProductScope => ({
+  workspaceId: integration.workspaceId,
+  platform: integration.platform,
+  source: `${integration.platform}:${integration.domain}`,
+});
+
 export type WriteStatus = 'inserted' | 'updated' | 'unchanged';
 export type ManualOutcome = { status: WriteStatus; id: string } | { error: string };
 export type WebhookProductEvent = 'product_created' | 'product_updated' | 'product_deleted';
@@ -152,22 +159,18 @@ export function createProductService(deps: {
     });
   }
 
-  /**
-   * Manual products (POST /api/v1/ecommerce/products, `emk products import`): validated one by one (a bad
-   * one is reported, the rest are written), `external_id` generated when absent, all in one transaction.
-   */
-  async function upsertManual(workspaceId: string, records: unknown[]): Promise<ManualOutcome[]> {
-    const scope: ProductScope = { workspaceId, platform: MANUAL_PLATFORM, source: MANUAL_PLATFORM };
+  /** Validates each record alone (a bad one is reported, the rest are written), all in one transaction. */
+  async function upsertRecords(
+    scope: ProductScope,
+    records: unknown[],
+    parse: (record: unknown) => { success: true; data: ProductInput } | { success: false; problem: string },
+  ): Promise<ManualOutcome[]> {
     const outcomes: ManualOutcome[] = new Array(records.length);
     const valid: Array<{ index: number; input: ProductInput }> = [];
     records.forEach((record, index) => {
-      const parsed = checkValue(manualProductSchema, record);
-      if (!parsed.success) {
-        outcomes[index] = { error: parsed.problem };
-        return;
-      }
-      const external_id = parsed.data.external_id ?? `man_${randomToken(20)}`;
-      valid.push({ index, input: normalizeProduct({ ...parsed.data, external_id }) });
+      const parsed = parse(record);
+      if (parsed.success) valid.push({ index, input: parsed.data });
+      else outcomes[index] = { error: parsed.problem };
     });
     if (valid.length === 0) return outcomes;
 
@@ -182,6 +185,30 @@ export function createProductService(deps: {
     return outcomes;
   }
 
+  /**
+   * Manual products (POST /api/v1/ecommerce/products, `emk products import`): validated one by one (a bad
+   * one is reported, the rest are written), `external_id` generated when absent, all in one transaction.
+   */
+  function upsertManual(workspaceId: string, records: unknown[]): Promise<ManualOutcome[]> {
+    return upsertRecords({ workspaceId, platform: MANUAL_PLATFORM, source: MANUAL_PLATFORM }, records, (record) => {
+      const parsed = checkValue(manualProductSchema, record);
+      if (!parsed.success) return parsed;
+      return { success: true, data: normalizeProduct({ ...parsed.data, external_id: parsed.data.external_id ?? `man_${randomToken(20)}` }) };
+    });
+  }
+
+  /**
+   * A shop's catalog as its integration sends it (the webhook's product shape; `emk seed`), many products in
+   * one transaction: unlike manual products, these are ranked by behaviour.
+   */
+  function upsertForIntegration(integration: { workspaceId: string; platform: string; domain: string }, records: unknown[]) {
+    const scope = integrationScope(integration);
+    return upsertRecords(scope, records, (record) => {
+      const parsed = checkValue(productSchema, record);
+      return parsed.success ? { success: true, data: normalizeProduct(parsed.data) } : parsed;
+    });
+  }
+
   async function getRecord(db: Knex | Knex.Transaction, workspaceId: string, id: string): Promise<Product> {
     const row = await products.findById(db, workspaceId, id);
     if (!row) throw new NotFoundError();
@@ -190,6 +217,7 @@ export function createProductService(deps: {
 
   return {
     upsertManual,
+    upsertForIntegration,
 
     /**
      * Rebuilds the workspace's feed-filter side tables and title keys from its products (`emk feeds
@@ -210,11 +238,7 @@ export function createProductService(deps: {
       eventType: WebhookProductEvent,
       product: unknown,
     ): Promise<WebhookProductResult> {
-      const scope: ProductScope = {
-        workspaceId: integration.workspaceId,
-        platform: integration.platform,
-        source: `${integration.platform}:${integration.domain}`,
-      };
+      const scope = integrationScope(integration);
       if (eventType === 'product_deleted') {
         const ref = productRefSchema.safeParse(product);
         if (!ref.success) return 'invalid';

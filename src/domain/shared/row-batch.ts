@@ -34,3 +34,26 @@ export async function writeRowBatch<S extends z.ZodType, R extends { errors: E[]
   result.errors.sort((a, b) => a.index - b.index);
   return result;
 }
+
+/** Thrown to roll a dry run back once its result is known. */
+class DryRunDone<R> {
+  constructor(readonly result: R) {}
+}
+
+/**
+ * A dry run (`--dry-run` of the imports and sync) does the whole write in a transaction and rolls it back: its
+ * counts are what a real run would write now, and nothing is written.
+ */
+export async function rehearse<R>(
+  writeTransaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => Promise<T>,
+  unit: (trx: Knex.Transaction) => Promise<R>,
+): Promise<R> {
+  try {
+    return await writeTransaction(async (trx) => {
+      throw new DryRunDone(await unit(trx));
+    });
+  } catch (error) {
+    if (error instanceof DryRunDone) return error.result as R;
+    throw error;
+  }
+}

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
-import { lineErrors, runEventFile } from './event-file.js';
+import { lineErrors, runBatchFile } from '../../input/batch-file.js';
 
 interface CorrectOptions extends GlobalOptions {
   file: string;
@@ -35,7 +35,7 @@ export function eventsCorrectCommand(): Command {
       async (context): Promise<EventCorrectSummary> => {
         const services = await context.services();
         const workspace = await context.workspace();
-        const { summary, interrupted } = await runEventFile(context, { ...options, label: 'correcting events from' }, async (records) => {
+        const { summary, interrupted } = await runBatchFile(context, { ...options, label: 'correcting events from' }, async (records) => {
           const result = await services.events.correctBatch(workspace.id, { events: records, upsert: options.upsert === true });
           const { updated, inserted, skipped } = result;
           return { counts: { updated, inserted, skipped }, errors: result.errors };

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
-import { lineErrors, runEventFile } from './event-file.js';
+import { lineErrors, runBatchFile } from '../../input/batch-file.js';
 
 interface ImportOptions extends GlobalOptions {
   file: string;
@@ -44,7 +44,7 @@ export function eventsImportCommand(): Command {
         const services = await context.services();
         const workspace = await context.workspace();
         const backfill = options.backfill === true;
-        const { summary, interrupted } = await runEventFile(context, { ...options, label: 'importing events from' }, async (records) => {
+        const { summary, interrupted } = await runBatchFile(context, { ...options, label: 'importing events from' }, async (records) => {
           const result = await services.events.recordBatch(
             workspace.id,
             { events: records.map(foldDedupeKey) },

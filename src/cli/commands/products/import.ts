@@ -22,7 +22,7 @@ export interface ProductImportSummary {
 }
 
 /** CSV cells are text: `categories` may also be an `a|b` list (a JSON array is parsed by the reader). */
-function fromCsv(record: Record<string, unknown>): Record<string, unknown> {
+export function fromCsv(record: Record<string, unknown>): Record<string, unknown> {
   const { categories } = record;
   if (typeof categories !== 'string') return record;
   return { ...record, categories: categories.split('|').map((c) => c.trim()).filter(Boolean) };

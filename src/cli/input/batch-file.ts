@@ -1,19 +1,18 @@
 import { writeFileSync } from 'node:fs';
-import type { BatchRowError } from '../../../domain/events/event-batch.js';
-import { runChunked, type ChunkedSummary, type ChunkOutcome, type RowError } from '../../input/run-chunked.js';
-import { concurrencyFlag, inputFile } from '../../options.js';
-import { startProgress } from '../../progress.js';
-import type { CommandContext } from '../../run-command.js';
+import { concurrencyFlag, inputFile } from '../options.js';
+import { startProgress } from '../progress.js';
+import type { CommandContext } from '../run-command.js';
+import { runChunked, type ChunkedSummary, type ChunkOutcome, type RowError } from './run-chunked.js';
 
 /**
- * What `emk events import|correct` share: a file streamed in chunks of 1000 rows through one batch domain
- * function (the endpoint's), rejected rows with their line, an `--errors` CSV, and Ctrl-C that stops reading
- * while the chunks in flight commit.
+ * What the batch imports (`emk events import|correct`, `emk contacts import`) share: a file streamed in chunks
+ * of 1000 rows through one batch domain function (the endpoint's), rejected rows with their line (and record),
+ * an optional `--errors` CSV, and Ctrl-C that stops reading while the chunks in flight commit.
  */
-export async function runEventFile(
+export async function runBatchFile(
   context: CommandContext,
-  options: { file: string; concurrency: string; errors?: string; label: string },
-  handleBatch: (records: Record<string, unknown>[]) => Promise<{ counts: Record<string, number>; errors: BatchRowError[] }>,
+  options: { file: string; concurrency: string; errors?: string | undefined; label: string },
+  handleBatch: (records: Record<string, unknown>[]) => Promise<{ counts: Record<string, number>; errors: Array<{ index: number; error: string }> }>,
 ): Promise<{ summary: ChunkedSummary; interrupted: boolean }> {
   inputFile(options.file);
   const concurrency = concurrencyFlag(options.concurrency);
