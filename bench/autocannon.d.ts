@@ -14,6 +14,8 @@ declare module 'autocannon' {
       connections?: number;
       /** Seconds. */
       duration?: number;
+      /** Requests per second over all connections (default: as many as they can). */
+      overallRate?: number;
       /** Seconds to wait for a response. */
       timeout?: number;
       method?: string;

@@ -4,8 +4,16 @@ import { createServices } from '../src/domain/create-services.js';
 import { openDatabase } from '../src/domain/db/database.js';
 import { uuidv7 } from '../src/domain/shared/ids.js';
 
-/** Contacts for the batch and import rows to name (the batch endpoints never create contacts). */
-export async function seedContacts(databaseUrl: string, workspaceId: string, count: number): Promise<string[]> {
+/**
+ * Contacts for the batch and import rows to name (the batch endpoints never create contacts), subscribed, with
+ * `propertiesOf(i)` as the i-th contact's properties.
+ */
+export async function seedContacts(
+  databaseUrl: string,
+  workspaceId: string,
+  count: number,
+  propertiesOf: (i: number) => Record<string, unknown> = () => ({}),
+): Promise<string[]> {
   const services = createServices(openDatabase(databaseUrl));
   try {
     const emails = Array.from({ length: count }, (_, i) => `volume-${i}@bench.test`);
@@ -13,10 +21,10 @@ export async function seedContacts(databaseUrl: string, workspaceId: string, cou
       await services.db.writeTransaction((trx) =>
         services.contacts.writeContacts(
           trx,
-          emails.slice(i, i + 1000).map((email) => ({
+          emails.slice(i, i + 1000).map((email, j) => ({
             workspaceId,
             email,
-            properties: {},
+            properties: propertiesOf(i + j),
             merge: 'overwrite' as const,
             statusOnCreate: 'subscribed' as const,
             sourceOnCreate: 'bench',

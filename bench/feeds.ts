@@ -69,7 +69,7 @@ const TYPES = ['Shirt', 'Trousers', 'Hat', 'Shoes', 'Bag', 'Jacket', 'Socks'];
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
 
-function storeSizes(scale: number) {
+export function storeSizes(scale: number) {
   const of = (n: number) => Math.max(1, Math.round(n * scale));
   const views = of(10_000_000);
   return {
@@ -82,7 +82,7 @@ function storeSizes(scale: number) {
     carts: of(3_000),
   };
 }
-type StoreSizes = ReturnType<typeof storeSizes>;
+export type StoreSizes = ReturnType<typeof storeSizes>;
 
 export const describeStore = (scale: number): string => {
   const s = storeSizes(scale);
@@ -255,7 +255,7 @@ async function secondaryIndexes(db: Database, table: string): Promise<Array<{ na
  * dropped first and built again at the end (a sort instead of a random insert per row), and foreign keys are not
  * checked (rows only name rows generated before them); on SQLite commits do not wait for the disk.
  */
-async function generate(databaseUrl: string, workspaceId: string, sizes: StoreSizes, label: string): Promise<void> {
+export async function generate(databaseUrl: string, workspaceId: string, sizes: StoreSizes, label: string): Promise<void> {
   const db = openDatabase(databaseUrl);
   const postgres = db.dialect.name === 'postgres';
   const kit = postgres ? POSTGRES_KIT : SQLITE_KIT;

@@ -14,6 +14,8 @@ export interface LoadOptions {
   paths?: string[];
   /** The status every answer should have (e.g. 302 for a redirect); by default any 2xx. */
   expectStatus?: number;
+  /** When given, requests per second over all connections (a steady load, not the most it can take). */
+  overallRate?: number;
 }
 
 export interface LoadResult {
@@ -54,6 +56,7 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
         connections: options.connections,
         duration: options.duration,
         headers: options.headers,
+        ...(options.overallRate ? { overallRate: options.overallRate } : {}),
         ...requestsOf(options),
       },
       (error, result) => {

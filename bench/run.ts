@@ -8,6 +8,7 @@ import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFil
 import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
 import { benchFailures } from './verdict.js';
+import { automationTables, runAutomationBench, type AutomationOptions, type AutomationRuns } from './automation.js';
 import {
   campaignTable,
   runCampaignSend,
@@ -37,8 +38,14 @@ import {
  * messages whose real signed links the `GET /t/c/{token}` and `GET /t/o/{token}` load rows request, default 50;
  * 0 skips the tracking rows).
  *
+ * Flows and segments (issue 14, see automation.ts): BENCH_AUTOMATION (1 by default; 0 skips every row of theirs),
+ * BENCH_TRIGGER_RATE (requests/s of the steady trigger-to-enrolment run, default 500), BENCH_TRIGGER_SECONDS
+ * (its length, default 20), BENCH_SEGMENT_SCALE (size of the generated store the big segment is computed over,
+ * as BENCH_FEEDS_SCALE, which it follows by default; 0 skips those rows), BENCH_SEGMENT_EVENTS (single events
+ * timed through the dispatcher on that store, default 200), BENCH_AUTOMATION_DATABASES (`sqlite,postgres`).
+ *
  * To run only the campaign and tracking rows: BENCH_EVENT_ROUTES=0 BENCH_SYNC_ORDERS=0 BENCH_EVENT_ROWS=0
- * BENCH_FEEDS_SCALE=0 npm run bench.
+ * BENCH_FEEDS_SCALE=0 BENCH_AUTOMATION=0 npm run bench.
  */
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -68,6 +75,17 @@ const EVENT_ROUTES = positiveNumber('BENCH_EVENT_ROUTES', 1, true) > 0;
 const CAMPAIGN_CONTACTS = positiveNumber('BENCH_CAMPAIGN_CONTACTS', 100_000, true);
 const CAMPAIGN_WORKERS = positiveNumber('BENCH_CAMPAIGN_WORKERS', 3, true);
 const TRACKING_MESSAGES = positiveNumber('BENCH_TRACKING_MESSAGES', 50, true);
+const AUTOMATION = positiveNumber('BENCH_AUTOMATION', 1, true) > 0;
+const AUTOMATION_OPTIONS: AutomationOptions = {
+  rate: positiveNumber('BENCH_TRIGGER_RATE', 500),
+  seconds: positiveNumber('BENCH_TRIGGER_SECONDS', 20),
+  connections: CONNECTIONS,
+  duration: DURATION_S,
+  warmup: WARMUP_S,
+  storeScale: positiveNumber('BENCH_SEGMENT_SCALE', FEEDS_SCALE, true),
+  storeEvents: positiveNumber('BENCH_SEGMENT_EVENTS', 200),
+  databases: new Set((process.env.BENCH_AUTOMATION_DATABASES ?? 'sqlite,postgres').split(',').map((d) => d.trim())),
+};
 /** Issue 13: the tracking routes should answer at least this share of the bare route's rate. */
 const TRACKING_GOAL_RATIO = 0.3;
 const BATCH_REQUESTS = 40;
@@ -252,6 +270,15 @@ const emkInit = (databaseUrl: string) =>
     EMK_ENV,
     ROOT,
   );
+
+/** A fresh workspace on a database, and servers on it (for the feeds and automation rows). */
+const benchEmk = {
+  init: async (url: string) => {
+    const init = await emkInit(url);
+    return { workspaceId: init.workspace_id, apiKey: init.api_key };
+  },
+  start: startEmk,
+};
 
 /** `emk init --json`, then the contacts the events name, created through the API. */
 async function bootstrap(databaseUrl: string): Promise<Workspace> {
@@ -529,6 +556,7 @@ async function main(): Promise<void> {
   const syncRows: SyncRow[] = [];
   const eventsRows: EventsRow[] = [];
   const feedsRuns: FeedsRun[] = [];
+  let automationRuns: AutomationRuns | null = null;
   const campaignRows: CampaignRow[] = [];
   const workersRows: WorkersRow[] = [];
   const bareTracking: Partial<Record<TrackingKind, Row>> = {};
@@ -596,14 +624,12 @@ async function main(): Promise<void> {
       await runDatabase('postgres', postgres.url);
     }
 
+    if (AUTOMATION) {
+      automationRuns = await runAutomationBench({ dir, postgresServer, emk: benchEmk, options: AUTOMATION_OPTIONS, notes, failures, onCleanup: (c) => cleanups.push(c) });
+    }
+
     if (FEEDS_SCALE > 0) {
-      const emk = {
-        init: async (url: string) => {
-          const init = await emkInit(url);
-          return { workspaceId: init.workspace_id, apiKey: init.api_key };
-        },
-        start: startEmk,
-      };
+      const emk = benchEmk;
       const options = { scale: FEEDS_SCALE, requests: FEED_REQUESTS, databases: FEEDS_DATABASES };
       feedsRuns.push(
         ...(await runFeedsBench({ dir, postgresServer, emk, options, notes, failures, onCleanup: (cleanup) => cleanups.push(cleanup) })),
@@ -620,6 +646,9 @@ async function main(): Promise<void> {
   if (campaignRows.length > 0) process.stdout.write(`\n${formatTable(...campaignTable(campaignRows))}\n`);
   if (workersRows.length > 0) process.stdout.write(`\n${formatTable(...workersTable(workersRows))}\n`);
   for (const [header, lines] of feedsRuns.length > 0 ? feedsTables(feedsRuns, FEEDS_SCALE) : []) {
+    process.stdout.write(`\n${formatTable(header, lines)}\n`);
+  }
+  for (const [header, lines] of automationRuns ? automationTables(automationRuns, AUTOMATION_OPTIONS) : []) {
     process.stdout.write(`\n${formatTable(header, lines)}\n`);
   }
   for (const note of [...notes, ...trackingVerdicts(rows)]) process.stdout.write(`${note}\n`);
