@@ -22,6 +22,15 @@ const containsText = (expression: string, bindings: Knex.Value[], value: string)
   bindings: [...bindings, likePattern(value)],
 });
 
+/**
+ * A count of matching rows in the bounds that reads no more rows than the bounds need: "at least 3" stops at the
+ * third, "at most 5" at the sixth (a contact with 4,000 views costs what one with 6 does).
+ */
+function countInBounds(rows: SqlFragment, bounds: Bounds): SqlFragment {
+  const cap = bounds.lte === undefined ? bounds.gte! : bounds.lte + 1;
+  return inBounds({ sql: `SELECT COUNT(*) FROM (${rows.sql} LIMIT ?) capped`, bindings: [...rows.bindings, cap] }, bounds);
+}
+
 /** A count (or sum) in the bounds: one subquery evaluated once. */
 function inBounds(subquery: SqlFragment, { gte, lte }: Bounds): SqlFragment {
   if (lte === undefined) return { sql: `(${subquery.sql}) >= ?`, bindings: [...subquery.bindings, gte!] };
@@ -82,7 +91,7 @@ function eventLeaf(leaf: EventLeaf, now: number): SqlFragment {
   // The common shapes "did it" and "never did it" stop at the first row.
   if (gte === 1 && lte === undefined) return { sql: `EXISTS (${filter.sql})`, bindings: filter.bindings };
   if ((gte ?? 0) === 0 && lte === 0) return { sql: `NOT EXISTS (${filter.sql})`, bindings: filter.bindings };
-  return inBounds({ sql: filter.sql.replace('SELECT 1', 'SELECT COUNT(*)'), bindings: filter.bindings }, leaf.count);
+  return countInBounds(filter, leaf.count);
 }
 
 /** The contact's orders (in the window by ordered_at): cancelled ones count for nothing, revenue is net of refunds. */
@@ -91,7 +100,11 @@ function ordersLeaf(leaf: OrdersLeaf, now: number): SqlFragment {
   const from = `FROM orders o WHERE o.workspace_id = c.workspace_id AND o.contact_id = c.id${window === null ? '' : ' AND o.ordered_at >= ?'}`;
   const bindings = window === null ? [] : [window];
   const parts: SqlFragment[] = [];
-  if (leaf.orders.count) parts.push(inBounds({ sql: `SELECT COUNT(*) ${from} AND o.cancelled_at IS NULL`, bindings }, leaf.orders.count));
+  const { count } = leaf.orders;
+  if (count) {
+    const kept = { sql: `SELECT 1 ${from} AND o.cancelled_at IS NULL`, bindings };
+    parts.push(count.gte === 1 && count.lte === undefined ? { sql: `EXISTS (${kept.sql})`, bindings } : countInBounds(kept, count));
+  }
   if (leaf.orders.revenue) {
     parts.push(inBounds({ sql: `SELECT COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) ${from}`, bindings }, leaf.orders.revenue));
   }
