@@ -322,6 +322,25 @@ describeEachDatabase('flows', (h) => {
     expect(await messagesOf(ws, `flow_id=${held}`)).toHaveLength(1);
   });
 
+  it('going live again resumes held enrolments in batched step jobs (one job for enrolments due together)', async () => {
+    const ws = await h().workspace();
+    const people = [await contact(ws, 'subscribed'), await contact(ws, 'subscribed'), await contact(ws, 'subscribed')];
+    const id = await flow(ws, { trigger: { type: 'event', event_name: 'batch_me' }, steps: [{ type: 'delay', minutes: 60 }, EMAIL] });
+    for (const who of people) await event(ws, who, 'batch_me');
+    await work();
+    expect((await api(ws, 'GET', `/flows/${id}/enrollments?status=waiting`)).json().meta.total).toBe(3);
+    expect((await api(ws, 'GET', `/flows/${id}/enrollments?status=completed`)).json().meta.total).toBe(0);
+    const ids = (await enrollments(ws, id)).map((e) => e.id).sort();
+    await api(ws, 'PATCH', `/flows/${id}`, { status: 'paused' });
+    const earlier = new Set((await knex()('jobs').where({ kind: 'flow.step' }).select('id')).map((j) => Number(j.id)));
+    await api(ws, 'PATCH', `/flows/${id}`, { status: 'live' });
+    const added = (await knex()('jobs').where({ kind: 'flow.step' })).filter((j) => !earlier.has(Number(j.id)));
+    expect(added).toHaveLength(1);
+    const payload = typeof added[0]!.payload === 'string' ? JSON.parse(added[0]!.payload) : added[0]!.payload;
+    expect(payload.enrollments.map(([enrollment]: [string, number]) => enrollment).sort()).toEqual(ids);
+    expect(payload.enrollments.every(([, step]: [string, number]) => step === 1)).toBe(true);
+  });
+
   it('reentry: always enrols every fact, once enrols a contact once', async () => {
     const ws = await h().workspace();
     const who = await contact(ws, 'subscribed');
@@ -462,6 +481,31 @@ describeEachDatabase('flows', (h) => {
       await worker.stop();
     }
     expect((await enrollments(ws, id))[0]!.exit_reason).toBe('order_placed');
+    expect(await messagesOf(ws, `flow_id=${id}`)).toEqual([]);
+  });
+
+  it('abandoned_cart: an email step whose enrolment an order did not reach yet exits it itself (order_placed), sending nothing', async () => {
+    const ws = await h().workspace();
+    const email = 'buys-meanwhile@example.com';
+    await contact(ws, 'subscribed', {}, email);
+    const id = await flow(ws, { trigger: { type: 'abandoned_cart', delay_minutes: 0.001 }, steps: [{ type: 'delay', minutes: 60 }, EMAIL] });
+    await cartEvent(ws, email, 'cart-c');
+    const worker = running();
+    try {
+      await eventually(() => enrollments(ws, id), (rows) => rows[0]?.status === 'waiting');
+    } finally {
+      await worker.stop();
+    }
+    await webhookOrder(ws, email);
+    await work();
+    const [exited] = await enrollments(ws, id);
+    expect(exited).toMatchObject({ status: 'exited', exit_reason: 'order_placed' });
+    // As if the step had run before the order's fact was consumed: the step's own check must catch the order.
+    await knex()('flow_enrollments').where({ id: exited!.id }).update({ status: 'waiting', exit_reason: null, next_run_at: Date.now() - 1 });
+    expect((await api(ws, 'PATCH', `/flows/${id}`, { status: 'paused' })).statusCode).toBe(200);
+    expect((await api(ws, 'PATCH', `/flows/${id}`, { status: 'live' })).statusCode).toBe(200);
+    await work();
+    expect((await enrollments(ws, id))[0]).toMatchObject({ status: 'exited', exit_reason: 'order_placed' });
     expect(await messagesOf(ws, `flow_id=${id}`)).toEqual([]);
   });
 

@@ -92,13 +92,29 @@ export function createFlowEngine(deps: {
   const stepJobs = (items: ReadonlyArray<readonly [string, number]>, runAt?: number): JobToEnqueue[] =>
     chunk([...items], STEP_BATCH).map((part) => ({ kind: FLOW_JOBS.step, payload: { enrollments: part }, ...(runAt === undefined ? {} : { runAt }) }));
 
+  /** Step jobs for enrolments due at different times: batched by time (one delay step's enrolments share it). */
+  function stepJobsWhenDue(items: Array<{ id: string; current_step: number; next_run_at: number | null }>, now: number): JobToEnqueue[] {
+    const byTime = new Map<number, Array<readonly [string, number]>>();
+    for (const e of items) {
+      const at = Math.max(now, e.next_run_at ?? now);
+      const group = byTime.get(at);
+      if (group) group.push([e.id, e.current_step]);
+      else byTime.set(at, [[e.id, e.current_step]]);
+    }
+    return [...byTime].flatMap(([at, group]) => stepJobs(group, at));
+  }
+
   /**
    * Requests whose contact meets the flow's filters (flows without filters keep every contact that is not
    * erased: a kept order of an erased contact still records facts).
    */
   async function meetingFilters(db: Db, requests: EnrollmentRequest[]): Promise<EnrollmentRequest[]> {
     const byFlow = new Map<FlowRow, EnrollmentRequest[]>();
-    for (const r of requests) byFlow.set(r.flow, [...(byFlow.get(r.flow) ?? []), r]);
+    for (const r of requests) {
+      const group = byFlow.get(r.flow);
+      if (group) group.push(r);
+      else byFlow.set(r.flow, [r]);
+    }
     const kept: EnrollmentRequest[] = [];
     for (const [flow, group] of byFlow) {
       const ids = [...new Set(group.map((r) => r.contactId))];
@@ -112,7 +128,7 @@ export function createFlowEngine(deps: {
   }
 
   /** Enrols (once per dedupe key) and starts each new enrolment's first step, in the caller's transaction. */
-  async function enrol(trx: Knex.Transaction, requests: EnrollmentRequest[]): Promise<number> {
+  async function enrol(trx: Knex.Transaction, requests: EnrollmentRequest[]): Promise<void> {
     const now = clock();
     const rows: EnrollmentRow[] = (await meetingFilters(trx, requests)).map((r) => ({
       id: uuidv7(now),
@@ -132,7 +148,6 @@ export function createFlowEngine(deps: {
     }));
     const inserted = await store.insertEnrollments(trx, rows);
     await jobs.enqueue(trx, stepJobs(inserted.map((row) => [row.id, 0] as const)));
-    return inserted.length;
   }
 
   /** `reentry: once` keys on the contact; otherwise each fact (or, for abandoned carts, each cart) enrols. */
@@ -145,16 +160,20 @@ export function createFlowEngine(deps: {
     if (owned.length === 0) return;
     const now = clock();
 
-    // An order ends the abandoned-cart enrolments its contact had before it.
+    // An order ends the abandoned-cart enrolments its contact had before it (started by an earlier fact).
     const orders = owned.filter((f) => f.triggerType === 'order_placed');
     if (orders.length > 0) {
-      const before = Math.max(...orders.map((f) => f.id));
+      const lastOrderOf = new Map<string, number>();
+      for (const f of orders) lastOrderOf.set(f.contactId, Math.max(f.id, lastOrderOf.get(f.contactId) ?? 0));
       await store.exitWhere(
         trx,
         (q) =>
           q
-            .whereIn('contact_id', [...new Set(orders.map((f) => f.contactId))])
-            .where('trigger_fact_id', '<', before)
+            .where((byContact) => {
+              for (const [contactId, orderFact] of lastOrderOf) {
+                byContact.orWhere((one) => one.where({ contact_id: contactId }).where('trigger_fact_id', '<', orderFact));
+              }
+            })
             .whereIn('flow_id', trx('flows').select('id').where({ trigger_type: 'abandoned_cart' }).whereIn('workspace_id', [...new Set(orders.map((f) => f.workspaceId))])),
         'order_placed',
         now,
@@ -207,8 +226,9 @@ export function createFlowEngine(deps: {
   async function exitsBeforeEmail({ flow, enrollments }: AtStep): Promise<Map<string, ExitReason>> {
     const exits = new Map<string, ExitReason>();
     if (flow.trigger.type === 'abandoned_cart') {
+      const lastOrder = await outbox.latestFactIds(knex, enrollments.map((e) => e.contact_id), ORDERS.triggerTypes);
       for (const e of enrollments) {
-        if (e.trigger_fact_id !== null && (await outbox.latestFactId(knex, e.contact_id, { after: e.trigger_fact_id }, ORDERS)) !== null) exits.set(e.id, 'order_placed');
+        if (e.trigger_fact_id !== null && (lastOrder.get(e.contact_id) ?? 0) > e.trigger_fact_id) exits.set(e.id, 'order_placed');
       }
     }
     if (flow.filters !== null) {
@@ -315,7 +335,7 @@ export function createFlowEngine(deps: {
       groups.set(key, group);
     }
     if (early.length > 0) {
-      await writeTransaction((trx) => jobs.enqueue(trx, early.flatMap((e) => stepJobs([[e.id, e.current_step]], e.next_run_at!))));
+      await writeTransaction((trx) => jobs.enqueue(trx, stepJobsWhenDue(early, now)));
     }
     for (const group of groups.values()) await runFrom(group);
   }
@@ -361,9 +381,7 @@ export function createFlowEngine(deps: {
 
     /** A flow went live again: its held enrolments continue (each from its step, when its wait is over). */
     async resume(trx: Knex.Transaction, flowId: string): Promise<void> {
-      const now = clock();
-      const held = await store.inProgress(trx, flowId);
-      await jobs.enqueue(trx, held.flatMap((e) => stepJobs([[e.id, e.current_step]], Math.max(now, e.next_run_at ?? now))));
+      await jobs.enqueue(trx, stepJobsWhenDue(await store.inProgress(trx, flowId), clock()));
     },
   };
 }

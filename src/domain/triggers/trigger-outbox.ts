@@ -116,6 +116,20 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
       return row ? toFact(row) : null;
     },
 
+    /** For each of these contacts, its newest fact of these trigger types (contacts without one are absent). */
+    async latestFactIds(db: Db, contactIds: string[], triggerTypes: TriggerType[]): Promise<Map<string, number>> {
+      const latest = new Map<string, number>();
+      for (const part of chunk([...new Set(contactIds)], chunkSizeFor(dialect, 1))) {
+        const rows = await db('trigger_outbox')
+          .whereIn('contact_id', part)
+          .whereIn('trigger_type', triggerTypes)
+          .groupBy('contact_id')
+          .select('contact_id', db.raw('MAX(id) AS id'));
+        for (const row of rows as Array<{ contact_id: string; id: unknown }>) latest.set(row.contact_id, dialect.readNumber(row.id));
+      }
+      return latest;
+    },
+
     /** Whether any fact waits (a read, so an idle worker's poll takes no write lock). */
     async hasPending(db: Db): Promise<boolean> {
       return (await db('trigger_outbox').whereNull('processed_at').first('id')) !== undefined;
