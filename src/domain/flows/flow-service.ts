@@ -153,8 +153,6 @@ export function createFlowService(deps: {
         exited: enrolments.exited,
       };
     },
-
-    names: (workspaceId: string, ids: string[]) => store.names(knex, workspaceId, ids),
   };
 }
 
