@@ -20,6 +20,7 @@ export interface LoadOptions {
 
 export interface LoadResult {
   requestsPerSecond: number;
+  p50LatencyMs: number;
   p99LatencyMs: number;
   /** Answers other than the expected: non-2xx, or not `expectStatus` when given. */
   non2xx: number;
@@ -65,6 +66,7 @@ export function runLoad(options: LoadOptions): Promise<LoadResult> {
         const expected = options.expectStatus === undefined ? result['2xx'] : (result.statusCodeStats[String(options.expectStatus)]?.count ?? 0);
         resolve({
           requestsPerSecond: result.requests.average,
+          p50LatencyMs: result.latency.p50,
           p99LatencyMs: result.latency.p99,
           non2xx: options.expectStatus === undefined ? result.non2xx : answered - expected,
           errors: result.errors + result.timeouts,

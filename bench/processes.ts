@@ -21,11 +21,24 @@ export interface ChildProcessHandle {
   stop(): Promise<StopResult>;
 }
 
+/** `emk serve`'s write counters (SIGUSR2): group commits, items they carried, driver calls, statements. */
+export interface WriteCounters {
+  groups: number;
+  items: number;
+  driver_calls: number;
+  statements: number;
+}
+
 /** A server running as a child process, listening where its stderr said. */
 export interface ServerProcess extends ChildProcessHandle {
   /** `http://host:port` */
   url: string;
+  /** Asks an `emk serve` for its write counters (SIGUSR2) and waits for its answer; null after 2 s without one. */
+  writeCounters(): Promise<WriteCounters | null>;
 }
+
+const COUNTERS_LINE = /write counters (\{[^\n]*\})\n/g;
+const COUNTERS_TIMEOUT_MS = 2000;
 
 export interface StopResult {
   code: number | null;
@@ -130,13 +143,32 @@ export function startServer(label: string, args: string[], env: NodeJS.ProcessEn
       if (match && !listening) {
         listening = true;
         clearTimeout(timer);
-        resolve({ ...child, url: match[1]! });
+        resolve({ ...child, url: match[1]!, writeCounters: () => askCounters(child, onStderr) });
       }
     });
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`${label} exited with code ${code} before listening:\n${child.stderr()}`));
     });
+  });
+}
+
+function askCounters(child: ChildProcessHandle, onStderr: (listener: (text: string) => void) => void): Promise<WriteCounters | null> {
+  const answered = child.stderr().match(COUNTERS_LINE)?.length ?? 0;
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (value: WriteCounters | null) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      resolve(value);
+    };
+    const timer = setTimeout(() => finish(null), COUNTERS_TIMEOUT_MS);
+    onStderr((stderr) => {
+      const lines = [...stderr.matchAll(COUNTERS_LINE)];
+      if (lines.length > answered) finish(JSON.parse(lines[lines.length - 1]![1]!) as WriteCounters);
+    });
+    process.kill(child.pid, 'SIGUSR2');
   });
 }
 

@@ -3,7 +3,7 @@ import os from 'node:os';
 import { join, resolve } from 'node:path';
 import { runLoad, type LoadOptions, type LoadResult } from './load.js';
 import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
-import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess } from './processes.js';
+import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess, type WriteCounters } from './processes.js';
 import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFile } from './events-volume.js';
 import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
@@ -122,6 +122,19 @@ interface Row {
   /** The bare route's requests/s with the same body. */
   bareRps: number;
   peakRssKib: number | null;
+  /** emk's group commits during the measured run (not the warm-up); absent for the bare route. */
+  writes?: WriteCounters | null;
+}
+
+/** Counters accrued between two readings; null when either is missing. */
+function countersBetween(before: WriteCounters | null, after: WriteCounters | null): WriteCounters | null {
+  if (!before || !after) return null;
+  return {
+    groups: after.groups - before.groups,
+    items: after.items - before.items,
+    driver_calls: after.driver_calls - before.driver_calls,
+    statements: after.statements - before.statements,
+  };
 }
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
@@ -225,16 +238,20 @@ async function checkAnswered(url: string, status: number): Promise<void> {
 type Requests = Pick<LoadOptions, 'bodies' | 'nextBody' | 'paths' | 'expectStatus'>;
 
 /** POSTs `bodies` to `path`, or GETs `paths` of the server in turn (then `path` is unused). */
-async function measure(server: ServerProcess, path: string, requests: Requests, headers: Record<string, string>) {
+async function measure(server: ServerProcess, path: string, requests: Requests, headers: Record<string, string>, options: { countWrites?: boolean } = {}) {
   const url = requests.paths ? `${server.url}${requests.paths[0]!}` : `${server.url}${path}`;
   if (requests.paths) await checkAnswered(url, requests.expectStatus ?? 200);
   else await checkAccepted(url, requests.bodies![0]!, headers);
   const load = { url, connections: CONNECTIONS, headers, ...requests };
   if (WARMUP_S > 0) await runLoad({ ...load, duration: WARMUP_S });
+  // Only `emk serve` answers SIGUSR2 with its counters (it would stop a bare node process).
+  const counters = () => (options.countWrites ? server.writeCounters() : Promise.resolve(null));
+  const before = await counters();
   const result = await runLoad({ ...load, duration: DURATION_S });
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  const writes = countersBetween(before, await counters());
   const peakRssKib = server.peakRssKib();
-  return { result, peakRssKib };
+  return { result, peakRssKib, writes };
 }
 
 const BARE_LABELS: Record<Route, string> = {
@@ -331,8 +348,8 @@ async function runEmk(
     const server = await startEmk(databaseUrl);
     try {
       const requests: Requests = { bodies: bodiesFor(route, workspace), ...(route === 'webhook' ? { nextBody: newOrderBody } : {}) };
-      const { result, peakRssKib } = await measure(server, path, requests, headers);
-      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib });
+      const { result, peakRssKib, writes } = await measure(server, path, requests, headers, { countWrites: true });
+      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib, writes });
     } finally {
       await stopChecked(server, `emk serve (${databaseLabel}, ${label})`, failures);
     }
@@ -391,8 +408,8 @@ async function runTracking(
     log(`emk on ${databaseLabel}: ${label}…`);
     const server = await startEmk(databaseUrl);
     try {
-      const { result, peakRssKib } = await measure(server, '', { paths: paths[kind], expectStatus: status }, {});
-      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[kind].result.requestsPerSecond, peakRssKib });
+      const { result, peakRssKib, writes } = await measure(server, '', { paths: paths[kind], expectStatus: status }, {}, { countWrites: true });
+      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[kind].result.requestsPerSecond, peakRssKib, writes });
     } finally {
       await stopChecked(server, `emk serve (${databaseLabel}, ${label})`, failures);
     }
@@ -498,13 +515,32 @@ function syncTable(rows: SyncRow[]): string {
 }
 
 function table(rows: Row[]): string {
-  const header = ['target', 'database', 'requests/s', 'p99 (ms)', 'vs bare', 'non-2xx', 'errors', 'peak RSS (MiB)'];
+  const header = [
+    'target',
+    'database',
+    'requests/s',
+    'p50 (ms)',
+    'p99 (ms)',
+    'vs bare',
+    'rows/flush',
+    'stmts/flush',
+    'calls/flush',
+    'non-2xx',
+    'errors',
+    'peak RSS (MiB)',
+  ];
+  const perFlush = (row: Row, count: (w: WriteCounters) => number) =>
+    row.writes && row.writes.groups > 0 ? (count(row.writes) / row.writes.groups).toFixed(1) : '-';
   const lines = rows.map((row) => [
     row.target,
     row.database,
     row.result.requestsPerSecond.toFixed(0),
+    row.result.p50LatencyMs.toFixed(0),
     row.result.p99LatencyMs.toFixed(0),
     row.bareRps > 0 ? `${((100 * row.result.requestsPerSecond) / row.bareRps).toFixed(1)} %` : '-',
+    perFlush(row, (w) => w.items),
+    perFlush(row, (w) => w.statements),
+    perFlush(row, (w) => w.driver_calls),
     String(row.result.non2xx),
     String(row.result.errors),
     row.peakRssKib === null ? '-' : (row.peakRssKib / 1024).toFixed(0),

@@ -1,4 +1,4 @@
-import { byWorkspace, chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
+import { byWorkspace, chunk, chunkSizeFor, deferInsertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -157,8 +157,9 @@ export function createContactStore(dialect: Dialect) {
       await db('contacts').where({ id }).update(patch);
     },
 
+    /** Held until the transaction's next statement: history rows nobody reads back in the same transaction. */
     async recordStatusChanges(db: Db, changes: StatusChange[]): Promise<void> {
-      await insertRows(
+      await deferInsertRows(
         db,
         dialect,
         'subscription_changes',

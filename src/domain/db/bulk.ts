@@ -1,4 +1,5 @@
 import type { Db } from './database.js';
+import { deferWrite } from './deferred-writes.js';
 import type { Dialect } from './dialect/dialect.js';
 
 /** Rows per statement so that one multi-row insert stays under the database's bind-parameter and row limits. */
@@ -22,6 +23,17 @@ export async function insertRows(
   if (rows.length === 0) return;
   for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
     await trx(table).insert(part);
+  }
+}
+
+/**
+ * insertRows held until the transaction's next statement (deferred-writes.ts): for rows with ids of their own
+ * whose insert can only fail on a value the whole group fails for anyway.
+ */
+export async function deferInsertRows(trx: Db, dialect: Dialect, table: string, rows: Record<string, unknown>[]): Promise<void> {
+  if (rows.length === 0) return;
+  for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
+    await deferWrite(dialect, trx, trx(table).insert(part));
   }
 }
 

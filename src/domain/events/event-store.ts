@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { chunk, insertRows } from '../db/bulk.js';
+import { chunk, deferInsertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -49,8 +49,9 @@ export function createEventStore(dialect: Dialect) {
       return out;
     },
 
+    /** Held until the transaction's next statement: events carry their own ids. */
     async insert(trx: Db, rows: EventRow[]): Promise<void> {
-      await insertRows(
+      await deferInsertRows(
         trx,
         dialect,
         'events',

@@ -1,4 +1,5 @@
-import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor, deferInsertRows, insertRows } from '../db/bulk.js';
+import { deferWrite } from '../db/deferred-writes.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -139,6 +140,7 @@ export function createOrderStore(dialect: Dialect) {
       await this.insertItems(db, rows, items);
     },
 
+    /** Held until the transaction's next statement: item rows are new rows of orders written just before. */
     async insertItems(db: Db, orders: Array<Pick<OrderRow, 'id' | 'workspace_id' | 'ordered_at'>>, items: Map<string, OrderItem[]>) {
       const itemRows = orders.flatMap((order) =>
         (items.get(order.id) ?? []).map((item, position) => ({
@@ -152,7 +154,7 @@ export function createOrderStore(dialect: Dialect) {
           ordered_at: order.ordered_at,
         })),
       );
-      await insertRows(db, dialect, 'order_items', itemRows);
+      await deferInsertRows(db, dialect, 'order_items', itemRows);
     },
 
     async replaceItems(db: Db, order: Pick<OrderRow, 'id' | 'workspace_id' | 'ordered_at'>, items: OrderItem[]) {
@@ -166,20 +168,21 @@ export function createOrderStore(dialect: Dialect) {
 
     /**
      * Sets each touched contact's lifetime revenue and order count from its stored orders, in one statement:
-     * the totals equal the sum over the orders by construction, whatever mix of writes came before.
+     * the totals equal the sum over the orders by construction, whatever mix of writes came before. Held until
+     * the transaction's next statement (its COMMIT, usually), which runs it after every write before it.
      */
     async refreshContactTotals(db: Db, workspaceId: string, contactIds: string[]): Promise<void> {
       for (const part of chunk([...new Set(contactIds)].sort(), KEYS_PER_QUERY)) {
         if (part.length === 0) continue;
         // UPDATE … FROM (PostgreSQL, SQLite 3.33+): one aggregate over the contacts' orders, not a subquery per row.
-        await db.raw(
+        await deferWrite(dialect, db, db.raw(
           `UPDATE contacts SET lifetime_revenue = totals.revenue, orders_count = totals.orders
            FROM (SELECT contact_id, ROUND(SUM(${NET_REVENUE_SQL}), 4) AS revenue, COUNT(*) AS orders
                  FROM orders WHERE workspace_id = ? AND contact_id IN (${part.map(() => '?').join(', ')})
                  GROUP BY contact_id) AS totals
            WHERE contacts.id = totals.contact_id`,
           [workspaceId, ...part],
-        );
+        ));
       }
     },
 

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { chunk, chunkSizeFor } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
+import { deferWrite } from '../db/deferred-writes.js';
 import { EVENT_PRODUCT_ID_FIELDS } from '../products/product-id.js';
 import { DAY_MS, MAX_PAIRED_PRODUCTS, VIEWS_PER_SALE } from './activity-delta.js';
 import { compositeKey } from '../shared/keys.js';
@@ -38,7 +39,10 @@ const viewKeySql = (dialect: Dialect) =>
 const AGGREGATE_TABLES = ['product_activity_daily', 'product_activity_totals', 'product_pairs_daily', 'product_pair_totals'] as const;
 
 export function createProductActivityStore(dialect: Dialect) {
-  /** Adds each row's counts to the stored row of its key (inserting it when absent), in key order (no deadlocks). */
+  /**
+   * Adds each row's counts to the stored row of its key (inserting it when absent), in key order (no deadlocks).
+   * Additive upserts whose result nobody reads: held until the transaction's next statement.
+   */
   async function addRows<T extends object>(
     db: Db,
     table: string,
@@ -52,7 +56,7 @@ export function createProductActivityStore(dialect: Dialect) {
     for (const counter of counters) merge[counter] = db.raw('?? + excluded.??', [`${table}.${counter}`, counter]);
     for (const [column, sql] of Object.entries(extra)) merge[column] = sql(db);
     for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
-      await db(table).insert(part).onConflict(key).merge(merge);
+      await deferWrite(dialect, db, db(table).insert(part).onConflict(key).merge(merge));
     }
   }
 

@@ -11,6 +11,12 @@ export const LOOKBACK_DAYS = 90;
 export const windowStartAt = (now: number) => dayOf(now) - (LOOKBACK_DAYS - 1);
 
 /**
+ * How far from a UTC midnight a process trusts the window start it read earlier: processes' clocks differ by
+ * less, so none can be rolling the window over meanwhile (see windowStartFor).
+ */
+const MIDNIGHT_MARGIN_MS = 5 * 60_000;
+
+/**
  * Per-product behaviour aggregates behind the recommendation types: units sold and views per UTC day, their
  * running totals over the look-back window, and store-wide co-occurrence (orders holding both products).
  *
@@ -29,6 +35,24 @@ export function createProductActivity(deps: {
   const now = deps.now ?? Date.now;
   /** Per process: the window start each workspace is known to be rolled to (it only moves forward). */
   const rolledTo = new Map<string, number>();
+  /** Per process: window starts read as already current, so a write need not read them again today. */
+  const currentStarts = new Map<string, number>();
+
+  /**
+   * The workspace's window start for a write. Once it has been read as today's start it cannot move until the
+   * next UTC midnight (a roll-over only moves it to the day's own start), so writes away from midnight take it
+   * from memory: one statement less per group commit. Near midnight, or while it lags, it is read under the
+   * shared lock as before.
+   */
+  async function windowStartFor(trx: Knex.Transaction, workspaceId: string): Promise<number> {
+    const at = now();
+    const wanted = windowStartAt(at);
+    const settled = windowStartAt(at - MIDNIGHT_MARGIN_MS) === wanted && windowStartAt(at + MIDNIGHT_MARGIN_MS) === wanted;
+    if (settled && currentStarts.get(workspaceId) === wanted) return wanted;
+    const start = await store.sharedWindowStart(trx, workspaceId, wanted);
+    if (start === wanted) currentStarts.set(workspaceId, start);
+    return start;
+  }
 
   return {
     /** Writes a delta inside the caller's transaction: a few multi-row upserts per workspace, none when empty. */
@@ -37,7 +61,7 @@ export function createProductActivity(deps: {
       if (workspaces.length === 0) return;
       const starts = new Map<string, number>();
       for (const workspaceId of workspaces.sort()) {
-        starts.set(workspaceId, await store.sharedWindowStart(trx, workspaceId, windowStartAt(now())));
+        starts.set(workspaceId, await windowStartFor(trx, workspaceId));
       }
       for (const [workspaceId, { daily, pairs }] of delta.byWorkspace((ws) => starts.get(ws))) {
         const totals = new Map<string, TotalChange>();
@@ -90,7 +114,9 @@ export function createProductActivity(deps: {
       const start = windowStartAt(now());
       const products = await writeTransaction(async (trx) => {
         await store.setWindowStart(trx, workspaceId, start);
-        // Now locked (PostgreSQL): writers wait until the rebuilt aggregates are committed.
+        // Now locked (PostgreSQL): writers that read the window wait until the rebuilt aggregates are committed;
+        // those that know it from memory meet the rebuild on the aggregate rows' own locks, and an upsert that
+        // waited there adds to the rebuilt row.
         await store.lockWindow(trx, workspaceId);
         return store.rebuild(trx, workspaceId, start, VIEW_EVENT);
       });

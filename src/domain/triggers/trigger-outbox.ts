@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
-import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor, deferInsertRows } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 
 /**
@@ -63,7 +63,8 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
   return {
     async record(trx: Knex.Transaction, facts: TriggerFact[]): Promise<void> {
       if (facts.length === 0) return;
-      await insertRows(
+      // Held until the transaction's next statement (its COMMIT, usually): one driver call for the group.
+      await deferInsertRows(
         trx,
         dialect,
         'trigger_outbox',

@@ -93,6 +93,11 @@ export interface Dialect {
   analyzeAfterBulkLoad(knex: Knex, tables: string[]): Promise<void>;
   /** Group commits that may run at once: one writer on SQLite, several connections on PostgreSQL. */
   readonly writeConcurrency: number;
+  /**
+   * A bound value written as an SQL literal, for writes sent in one script (see deferred-writes.ts); null when
+   * the value has no safe literal form here (the write is then sent on its own, with bindings).
+   */
+  literal(value: unknown): string | null;
 }
 
 /** Number columns read alike on both databases (pg returns numeric columns as strings). */

@@ -1,6 +1,71 @@
+import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { Knex } from 'knex';
+import { countStatement, sendHeldWrites, type RunScript } from '../deferred-writes.js';
 import { readNullableNumber, readNumber, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
+
+type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+/** A script of several statements goes as one simple query, one round trip; its last statement's result comes back. */
+const runScript: RunScript = async (connection, sql) => {
+  const results = (await (connection as pg.Client).query(sql)) as pg.QueryResult | pg.QueryResult[];
+  return Array.isArray(results) ? results[results.length - 1] : results;
+};
+
+/** `$n` placeholders (knex's PostgreSQL form) filled with literals; null when a value has none or the SQL is unusual. */
+function inlinePositional(sql: string, bindings: readonly unknown[] | undefined): string | null {
+  // Dollar quoting or a `$n` past the bindings would make the textual substitution unsafe.
+  if (sql.includes('$$')) return null;
+  let failed = false;
+  const out = sql.replace(/\$(\d+)/g, (_, n: string) => {
+    const index = Number(n) - 1;
+    const literal = index < (bindings?.length ?? 0) ? postgresLiteral(bindings![index]) : null;
+    if (literal === null) failed = true;
+    return literal ?? '';
+  });
+  return failed ? null : out;
+}
+
+/**
+ * knex's pg client, changed in one way: every statement first sends the connection's held writes
+ * (deferred-writes.ts), in the same round trip when the statement can be written with literals.
+ */
+function tunedPgClient(): Constructor {
+  const Client = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as Constructor;
+  return class TunedPgClient extends Client {
+    async _query(connection: object, obj: { sql: string; bindings?: unknown[]; options?: object; response?: unknown }) {
+      // Query options (a row mode, say) need the extended protocol.
+      const inlined = () => (obj.options && Object.keys(obj.options).length > 0 ? null : inlinePositional(obj.sql, obj.bindings));
+      const outcome = await sendHeldWrites(connection, obj.sql, runScript, inlined);
+      if (outcome.ran) {
+        obj.response = outcome.result;
+        return obj;
+      }
+      countStatement();
+      return super._query(connection, obj);
+    }
+  };
+}
+
+/**
+ * A string literal whatever `standard_conforming_strings` says: with a backslash it is an escape string
+ * (E'…', backslashes doubled), else a plain one.
+ */
+const quotePgString = (text: string) =>
+  text.includes('\\') ? `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'` : `'${text.replaceAll("'", "''")}'`;
+
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
+
+/**
+ * A value as node-postgres would bind it: its text form (pg's own prepareValue) in quotes, a literal of unknown
+ * type that PostgreSQL resolves from its context exactly as it resolves a parameter. Buffers and text holding
+ * NUL have no literal form here.
+ */
+function postgresLiteral(value: unknown): string | null {
+  const text = prepareValue(value);
+  if (text === null || text === undefined) return 'NULL';
+  return typeof text === 'string' && !text.includes('\0') ? quotePgString(text) : null;
+}
 
 /**
  * Type parsing for our connections only (not a process-wide side effect): epoch-millisecond columns are
@@ -53,7 +118,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       // JIT compilation pays off for long analytic queries, not ours: it added ~200 ms to feed counts.
       const settings = ['-c jit=off'];
       if (options.lockTimeoutMs !== undefined) settings.push(`-c lock_timeout=${Math.round(options.lockTimeoutMs)}`);
-      return { client: 'pg', connection: { connectionString: url, options: settings.join(' '), types }, pool };
+      return { client: tunedPgClient() as unknown as typeof Knex.Client, connection: { connectionString: url, options: settings.join(' '), types }, pool };
     },
     writeJson: (value) => JSON.stringify(value ?? null),
     readJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
@@ -88,5 +153,6 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     },
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
+    literal: postgresLiteral,
   };
 }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
+import { sendHeldWrites, countStatement, type RunScript } from '../deferred-writes.js';
 import { readNullableNumber, readNumber, type Dialect, type DriverFault } from './dialect.js';
 
 /** The JSON path of a top-level key, quoted so dots and brackets in it are part of the name. */
@@ -16,7 +17,8 @@ type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescri
  *   upgrade a read snapshot, which fails at once with SQLITE_BUSY, without waiting, when another connection
  *   wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`); a BEGIN that fails runs none of the work;
  * - multi-row inserts are `VALUES (…), (…)` instead of knex's `SELECT … UNION ALL SELECT …` (written for
- *   SQLite before 3.7.11): cheaper to run, and not capped at 500 rows.
+ *   SQLite before 3.7.11): cheaper to run, and not capped at 500 rows;
+ * - every statement first sends the connection's held writes (deferred-writes.ts).
  */
 function tunedSqliteClient(): Constructor {
   const require = createRequire(import.meta.url);
@@ -58,6 +60,15 @@ function tunedSqliteClient(): Constructor {
   }
 
   return class TunedClient extends Client {
+    async _query(connection: object, obj: { sql: string; response?: unknown; context?: unknown }) {
+      if ((await sendHeldWrites(connection, obj.sql, runScript)).ran) {
+        obj.response = [];
+        obj.context = {};
+        return obj;
+      }
+      countStatement();
+      return super._query(connection, obj);
+    }
     transaction(...args: unknown[]) {
       return new ImmediateTransaction(this, ...args);
     }
@@ -107,6 +118,32 @@ function driverFault(error: unknown): DriverFault | null {
 
 interface RawSqliteConnection {
   run(sql: string, callback: (error: Error | null) => void): void;
+  exec(sql: string, callback: (error: Error | null) => void): void;
+}
+
+const runScript: RunScript = (connection, sql) =>
+  new Promise((resolve, reject) => (connection as RawSqliteConnection).exec(sql, (error) => (error ? reject(error) : resolve(undefined))));
+
+/**
+ * A value as node-sqlite3 binds it, written as a literal: it binds a number as an integer only within 32 bits,
+ * else as a real (`.0` keeps that type). A negative number is parenthesised so that `x - ?` can never become a
+ * `--` comment; text holding NUL has none (the script is passed as a C string).
+ */
+function sqliteLiteral(value: unknown): string | null {
+  switch (typeof value) {
+    case 'string':
+      return value.includes('\0') ? null : `'${value.replaceAll("'", "''")}'`;
+    case 'number':
+      if (!Number.isFinite(value)) return null;
+      const text = Number.isInteger(value) && (value | 0) !== value && Math.abs(value) < 1e21 ? `${value}.0` : String(value);
+      return value < 0 ? `(${text})` : text;
+    case 'bigint':
+      return value < 0n ? `(${value})` : String(value);
+    case 'boolean':
+      return value ? '1' : '0';
+    default:
+      return value === null || value === undefined ? 'NULL' : null;
+  }
 }
 
 function runSequentially(connection: RawSqliteConnection, statements: string[], done: (error: Error | null) => void) {
@@ -179,5 +216,6 @@ export function sqliteDialect(filename: string): Dialect {
     analyzeAfterBulkLoad: async () => {},
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
+    literal: sqliteLiteral,
   };
 }
