@@ -186,4 +186,66 @@ describeEachDatabase('the durable worker', (h) => {
     expect(left).toHaveLength(1);
     expect(left[0].locked_by).toBeNull();
   });
+
+  it('yields to a saturated request path: holds back, runs one bounded round per maxYieldMs, and catches up after', async () => {
+    const k = kind();
+    await enqueue(k, { n: 1 });
+    const ran: unknown[] = [];
+    const pumped: number[] = [];
+    let backlog = 5;
+    let pressed = true;
+    let asked = 0;
+    const worker = startWorker({
+      jobs: jobs(),
+      handlers: onlyKinds([k], async (job) => void ran.push(job.payload.n)),
+      // One fact a call, as a drain of a long outbox does a batch a call.
+      pumps: [async () => (backlog > 0 ? (backlog--, pumped.push(Date.now()), 1) : 0)],
+      concurrency: 1,
+      pollMs: 50,
+      leaseMs: 5_000,
+      maxYieldMs: 60_000,
+      yieldTo: () => {
+        asked++;
+        return pressed;
+      },
+    });
+    try {
+      // Barrier: the loop has gone round several times, asking each time; under pressure it did nothing.
+      await eventually(() => asked >= 5, Boolean);
+      expect(pumped).toHaveLength(0);
+      expect(ran).toEqual([]);
+      pressed = false;
+      await eventually(() => ran.length === 1 && backlog === 0, Boolean);
+      expect(pumped).toHaveLength(5);
+    } finally {
+      await worker.stop();
+    }
+
+    // With a short bound: under lasting pressure one round per bound, one batch of each drain per round.
+    backlog = 5;
+    pumped.length = 0;
+    pressed = true;
+    asked = 0;
+    const bounded = startWorker({
+      jobs: jobs(),
+      handlers: {},
+      pumps: [async () => (backlog > 0 ? (backlog--, pumped.push(Date.now()), 1) : 0)],
+      concurrency: 1,
+      pollMs: 50,
+      leaseMs: 5_000,
+      maxYieldMs: 150,
+      yieldTo: () => {
+        asked++;
+        return pressed;
+      },
+    });
+    try {
+      await eventually(() => pumped.length >= 2, Boolean);
+      // Rounds are at least the bound apart, and each took one batch.
+      expect(pumped[1]! - pumped[0]!).toBeGreaterThanOrEqual(140);
+      expect(backlog).toBeGreaterThan(0);
+    } finally {
+      await bounded.stop();
+    }
+  });
 });

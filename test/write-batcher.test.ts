@@ -90,6 +90,16 @@ for (const dialect of DIALECTS) {
       expect(groups).toEqual([['l-first'], ['l-1', 'l-2']]);
     });
 
+    it('is under pressure while groups carry a backlog, not while writes trickle in one at a time', async () => {
+      const writer = new WriteBatcher(db, { concurrency: 1 });
+      for (let i = 0; i < 16; i++) await writer.submit(insertProbe, `p-trickle-${i}`);
+      expect(writer.underPressure()).toBe(false);
+      for (let round = 0; round < 16; round++) {
+        await Promise.all(Array.from({ length: 10 }, (_, i) => writer.submit(insertProbe, `p-burst-${round}-${i}`)));
+      }
+      expect(writer.underPressure()).toBe(true);
+    });
+
     it('answers only after the commit: the row is readable from another connection when the promise resolves', async () => {
       const writer = new WriteBatcher(db, { concurrency: db.dialect.writeConcurrency });
       await writer.submit(insertProbe, 'durable-1');

@@ -22,6 +22,14 @@ export interface WorkerOptions {
    * segment and flow), so facts arriving together are consumed together.
    */
   pumpIntervalMs?: number;
+  /**
+   * While this says so (the request path of the same process is saturated: `emk serve`), the worker holds back
+   * for at most `maxYieldMs` at a time, then does one bounded round (one batch per drain, the jobs it can take)
+   * before holding back again: the outbox keeps the facts, so a burst of writes is consumed after it, not
+   * during it.
+   */
+  yieldTo?: () => boolean;
+  maxYieldMs?: number;
   /** Told of each job that failed (to log it). */
   onFailure?: (job: Job, error: unknown, outcome: 'retried' | 'failed') => void;
 }
@@ -31,7 +39,10 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
-export const DEFAULT_WORKER = { concurrency: 4, pollMs: 500, leaseMs: 60_000, pumpIntervalMs: 100 };
+export const DEFAULT_WORKER = { concurrency: 4, pollMs: 500, leaseMs: 60_000, pumpIntervalMs: 100, maxYieldMs: 5000 };
+
+/** How often a yielding worker looks whether the pressure is over. */
+const YIELD_RECHECK_MS = 50;
 
 const newOwner = () => `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 
@@ -43,7 +54,9 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
   const { jobs, handlers, concurrency, pollMs, leaseMs } = options;
   const pumps = options.pumps ?? [];
   const pumpIntervalMs = untilIdle ? 0 : (options.pumpIntervalMs ?? 0);
+  const yieldTo = untilIdle ? undefined : options.yieldTo;
   let lastPumpAt = -Infinity;
+  let lastRoundAt = Date.now();
   const owner = newOwner();
   const running = new Set<Promise<void>>();
   let stopping = false;
@@ -74,13 +87,31 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
     }
   }
 
-  /** Runs every pump until it has nothing left; how much they did. */
-  async function pumpAll(): Promise<number> {
+  /** Runs every pump until it has nothing left (or once each, for a bounded round); how much they did. */
+  async function pumpAll(bounded: boolean): Promise<number> {
     let total = 0;
     for (const pump of pumps) {
-      for (let n = await pump(); n > 0 && !stopping; n = await pump()) total += n;
+      for (let n = await pump(); n > 0 && !stopping; n = await pump()) {
+        total += n;
+        if (bounded) break;
+      }
     }
     return total;
+  }
+
+  /** Sleeps `ms` whatever wakes arrive (each commit pokes a worker), unless stopping. */
+  function holdBack(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        wakeWaiter = null;
+        resolve();
+      }
+      wakeWaiter = () => {
+        if (stopping) done();
+      };
+    });
   }
 
   /** Until poked, a job finishes, or `ms` pass. */
@@ -100,13 +131,19 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
   const loop = (async () => {
     try {
       while (!stopping) {
+        const pressed = yieldTo?.() ?? false;
+        if (pressed && Date.now() - lastRoundAt < (options.maxYieldMs ?? 0)) {
+          await holdBack(YIELD_RECHECK_MS);
+          continue;
+        }
+        lastRoundAt = Date.now();
         poked = false;
         let pumped = 0;
         const pumpIn = lastPumpAt + pumpIntervalMs - Date.now();
         if (pumpIn <= 0) {
           lastPumpAt = Date.now();
           try {
-            pumped = await pumpAll();
+            pumped = await pumpAll(pressed);
           } catch (error) {
             if (untilIdle) throw error;
           }
@@ -128,7 +165,7 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
           });
           running.add(run);
         }
-        if (claimed.length > 0 && claimed.length === free) continue;
+        if (claimed.length > 0 && claimed.length === free && !pressed) continue;
         if (untilIdle && claimed.length === 0) {
           if (pumped > 0) continue;
           if (running.size === 0) break;

@@ -22,7 +22,10 @@ export function serveCommand(): Command {
       options,
       async (context) => {
         const services = await context.services();
-        const worker = options.worker ? startWorker(workerOptionsFor(services)) : undefined;
+        // The in-process worker yields to this process's saturated request path (docs/worker.md).
+        const worker = options.worker
+          ? startWorker(workerOptionsFor(services, { yieldTo: () => services.writer.underPressure() }))
+          : undefined;
         const server = await startServer(services, context.config, { worker });
         const { host, port } = server.boundTo;
         process.stderr.write(`emk listening on ${server.address} (bound to ${host}:${port})\n`);

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { insertRows, valuesList } from '../db/bulk.js';
+import { deferInsertRows, valuesList } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Attribution, EngagementKind } from './attribution.schema.js';
 import type { Db } from '../db/database.js';
@@ -55,8 +55,9 @@ export function createAttributionStore(dialect: Dialect) {
       return { opens: Number(row?.opens ?? 0), clicks: Number(row?.clicks ?? 0) };
     },
 
+    /** Held until the transaction's next statement: engagements carry their own ids. */
     async insertEngagements(db: Db, rows: EngagementRow[]): Promise<void> {
-      await insertRows(db, dialect, 'engagements', rows as unknown as Record<string, unknown>[]);
+      await deferInsertRows(db, dialect, 'engagements', rows as unknown as Record<string, unknown>[]);
     },
 
     /**

@@ -31,6 +31,11 @@ class FailedUnit {
  */
 const BACKLOG_FOR_SECOND_WRITER = 8;
 
+/** Recent groups that tell whether the request path is saturated (see underPressure). */
+const PRESSURE_GROUPS = 16;
+/** A reading older than this is stale: the writer has gone quiet. */
+const PRESSURE_FRESH_MS = 250;
+
 /** Groups committed and items they carried, since the process started (the bench prints them). */
 export const groupCommitStats = { groups: 0, items: 0 };
 
@@ -55,6 +60,9 @@ export class WriteBatcher {
   private readonly flushes = new Set<Promise<void>>();
   private closed = false;
   private flushScheduled = false;
+  /** Sizes of the last PRESSURE_GROUPS groups, and when the last one committed. */
+  private readonly recentSizes: number[] = [];
+  private lastCommitAt = -Infinity;
 
   /** `db.writeTransaction` runs each group: lock conflicts are retried there, driver errors translated. */
   constructor(
@@ -101,6 +109,17 @@ export class WriteBatcher {
     return result as T;
   }
 
+  /**
+   * True while writes arrive faster than one commit at a time takes them: recent groups carry a backlog's worth
+   * of items on average (a steady trickle commits in groups of one or two). Background work in the same
+   * process (the in-process worker of `emk serve`) yields while this holds: the request path comes first.
+   */
+  underPressure(): boolean {
+    if (this.recentSizes.length < PRESSURE_GROUPS || Date.now() - this.lastCommitAt > PRESSURE_FRESH_MS) return false;
+    const mean = this.recentSizes.reduce((sum, n) => sum + n, 0) / this.recentSizes.length;
+    return mean >= BACKLOG_FOR_SECOND_WRITER;
+  }
+
   /** Resolves once everything submitted so far has been committed (or failed). */
   async drain(): Promise<void> {
     while (this.flushes.size > 0 || this.queue.length > 0) {
@@ -141,6 +160,9 @@ export class WriteBatcher {
       const results = await this.db.writeTransaction((trx) => this.apply(trx, batch));
       groupCommitStats.groups++;
       groupCommitStats.items += batch.length;
+      this.recentSizes.push(batch.length);
+      if (this.recentSizes.length > PRESSURE_GROUPS) this.recentSizes.shift();
+      this.lastCommitAt = Date.now();
       batch.forEach((pending, i) => pending.resolve(results[i]));
     } catch (error) {
       // Still locked after every attempt: no item is to blame, and alone each would wait as long again.

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { deferWrite } from '../db/deferred-writes.js';
 import type { Db } from '../db/database.js';
 import { chunk, chunkSizeFor, valuesList } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
@@ -224,9 +225,14 @@ export function createMessageStore(dialect: Dialect) {
       const column = kind === 'open' ? 'opened_at' : 'clicked_at';
       for (const part of chunk(firsts, chunkSizeFor(dialect, 2))) {
         const table = valuesList(['VARCHAR(36)', 'BIGINT'], part.map((f) => [f.id, f.at]));
-        await db.raw(
-          `WITH v (id, at) AS (${table.sql}) UPDATE messages SET ${column} = v.at FROM v WHERE messages.id = v.id AND messages.${column} IS NULL`,
-          table.bindings as Knex.RawBinding[],
+        // Held until the transaction's next statement: nobody reads the count of rows it changed.
+        await deferWrite(
+          dialect,
+          db,
+          db.raw(
+            `WITH v (id, at) AS (${table.sql}) UPDATE messages SET ${column} = v.at FROM v WHERE messages.id = v.id AND messages.${column} IS NULL`,
+            table.bindings as Knex.RawBinding[],
+          ),
         );
       }
     },
