@@ -195,20 +195,22 @@ describeEachDatabase('the durable worker', (h) => {
     let backlog = 5;
     let pressed = true;
     let asked = 0;
-    const worker = startWorker({
-      jobs: jobs(),
-      handlers: onlyKinds([k], async (job) => void ran.push(job.payload.n)),
-      // One fact a call, as a drain of a long outbox does a batch a call.
-      pumps: [async () => (backlog > 0 ? (backlog--, pumped.push(Date.now()), 1) : 0)],
-      concurrency: 1,
-      pollMs: 50,
-      leaseMs: 5_000,
-      maxYieldMs: 60_000,
-      yieldTo: () => {
-        asked++;
-        return pressed;
-      },
-    });
+    const yieldingWorker = (maxYieldMs: number, handlers: Parameters<typeof startWorker>[0]['handlers']) =>
+      startWorker({
+        jobs: jobs(),
+        handlers,
+        // One fact a call, as a drain of a long outbox does a batch a call.
+        pumps: [async () => (backlog > 0 ? (backlog--, pumped.push(Date.now()), 1) : 0)],
+        concurrency: 1,
+        pollMs: 50,
+        leaseMs: 5_000,
+        maxYieldMs,
+        yieldTo: () => {
+          asked++;
+          return pressed;
+        },
+      });
+    const worker = yieldingWorker(60_000, onlyKinds([k], async (job) => void ran.push(job.payload.n)));
     try {
       // Barrier: the loop has gone round several times, asking each time; under pressure it did nothing.
       await eventually(() => asked >= 5, Boolean);
@@ -226,19 +228,7 @@ describeEachDatabase('the durable worker', (h) => {
     pumped.length = 0;
     pressed = true;
     asked = 0;
-    const bounded = startWorker({
-      jobs: jobs(),
-      handlers: {},
-      pumps: [async () => (backlog > 0 ? (backlog--, pumped.push(Date.now()), 1) : 0)],
-      concurrency: 1,
-      pollMs: 50,
-      leaseMs: 5_000,
-      maxYieldMs: 150,
-      yieldTo: () => {
-        asked++;
-        return pressed;
-      },
-    });
+    const bounded = yieldingWorker(150, {});
     try {
       await eventually(() => pumped.length >= 2, Boolean);
       // Rounds are at least the bound apart, and each took one batch.

@@ -99,8 +99,12 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
     return total;
   }
 
-  /** Sleeps `ms` whatever wakes arrive (each commit pokes a worker), unless stopping. */
-  function holdBack(ms: number): Promise<void> {
+  /**
+   * Until poked, a job finishes, or `ms` pass; with `ignorePokes` (holding back) only stopping cuts it short,
+   * since under a stream of writes each commit pokes the worker.
+   */
+  function pause(ms: number, { ignorePokes = false } = {}): Promise<void> {
+    if ((poked && !ignorePokes) || stopping) return Promise.resolve();
     return new Promise((resolve) => {
       const timer = setTimeout(done, ms);
       function done() {
@@ -108,23 +112,7 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
         wakeWaiter = null;
         resolve();
       }
-      wakeWaiter = () => {
-        if (stopping) done();
-      };
-    });
-  }
-
-  /** Until poked, a job finishes, or `ms` pass. */
-  function pause(ms: number): Promise<void> {
-    if (poked || stopping) return Promise.resolve();
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
-        clearTimeout(timer);
-        wakeWaiter = null;
-        resolve();
-      }
-      wakeWaiter = done;
+      wakeWaiter = ignorePokes ? () => void (stopping && done()) : done;
     });
   }
 
@@ -133,7 +121,7 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
       while (!stopping) {
         const pressed = yieldTo?.() ?? false;
         if (pressed && Date.now() - lastRoundAt < (options.maxYieldMs ?? 0)) {
-          await holdBack(YIELD_RECHECK_MS);
+          await pause(YIELD_RECHECK_MS, { ignorePokes: true });
           continue;
         }
         lastRoundAt = Date.now();
