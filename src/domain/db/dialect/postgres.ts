@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { Knex } from 'knex';
-import { countStatement, sendHeldWrites, type RunScript } from '../deferred-writes.js';
+import { countStatement, holdBegin, sendHeldWrites, type RunScript } from '../deferred-writes.js';
 import { readNullableNumber, readNumber, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
 
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -28,12 +28,18 @@ function inlinePositional(sql: string, bindings: readonly unknown[] | undefined)
 
 /**
  * knex's pg client, changed in one way: every statement first sends the connection's held writes
- * (deferred-writes.ts), in the same round trip when the statement can be written with literals.
+ * (deferred-writes.ts), in the same round trip when the statement can be written with literals; a BEGIN is
+ * itself held, so a transaction's first statement opens it.
  */
 function tunedPgClient(): Constructor {
   const Client = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as Constructor;
   return class TunedPgClient extends Client {
     async _query(connection: object, obj: { sql: string; bindings?: unknown[]; options?: object; response?: unknown }) {
+      if (/^\s*BEGIN\b/i.test(obj.sql)) {
+        holdBegin(connection, obj.sql);
+        obj.response = { command: 'BEGIN', rows: [], rowCount: null };
+        return obj;
+      }
       // Query options (a row mode, say) need the extended protocol.
       const inlined = () => (obj.options && Object.keys(obj.options).length > 0 ? null : inlinePositional(obj.sql, obj.bindings));
       const outcome = await sendHeldWrites(connection, obj.sql, runScript, inlined);
