@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/domain/db/database.js';
+import { LOAD_TEST_SERVER_ENV } from './helpers/cli.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
 /**
@@ -19,11 +20,7 @@ const BIN = resolve(ROOT, 'bin/emk');
 const execFileAsync = promisify(execFile);
 
 const CHILD_ENV: NodeJS.ProcessEnv = {
-  ...process.env,
-  EMK_LIMIT_COLLECT_PER_IP: '0',
-  EMK_LIMIT_COLLECT_PER_SITE: '0',
-  EMK_LIMIT_COLLECT_PER_IP_SITE: '0',
-  EMK_LOG_LEVEL: 'warn',
+  ...LOAD_TEST_SERVER_ENV,
   // Short, so the stream below runs through the whole grace and into the closed listener.
   EMK_DRAIN_GRACE_MS: '300',
 };

@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/domain/db/database.js';
+import { EMK_BIN, LOAD_TEST_SERVER_ENV } from './helpers/cli.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
 /**
@@ -13,18 +14,10 @@ import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-
  */
 
 const ROOT = resolve(import.meta.dirname, '..');
-const BIN = resolve(ROOT, 'bin/emk');
+const BIN = EMK_BIN;
 const execFileAsync = promisify(execFile);
 
-const CHILD_ENV: NodeJS.ProcessEnv = {
-  ...process.env,
-  EMK_LIMIT_COLLECT_PER_IP: '0',
-  EMK_LIMIT_COLLECT_PER_SITE: '0',
-  EMK_LIMIT_COLLECT_PER_IP_SITE: '0',
-  EMK_LIMIT_WEBHOOK_PER_INTEGRATION: '0',
-  EMK_LIMIT_WEBHOOK_PER_IP: '0',
-  EMK_LOG_LEVEL: 'warn',
-};
+const CHILD_ENV: NodeJS.ProcessEnv = { ...LOAD_TEST_SERVER_ENV, EMK_LIMIT_WEBHOOK_PER_INTEGRATION: '0', EMK_LIMIT_WEBHOOK_PER_IP: '0' };
 
 const CLIENTS_PER_ROUTE = 4;
 /** Acknowledged writes per route before the kill: enough that many group commits with several items ran. */

@@ -3,6 +3,15 @@ import { resolve } from 'node:path';
 
 export const EMK_BIN = resolve(import.meta.dirname, '../../bin/emk');
 
+/** The environment of an `emk serve` child under a test's load: no Collect rate limits, warnings only. */
+export const LOAD_TEST_SERVER_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  EMK_LIMIT_COLLECT_PER_IP: '0',
+  EMK_LIMIT_COLLECT_PER_SITE: '0',
+  EMK_LIMIT_COLLECT_PER_IP_SITE: '0',
+  EMK_LOG_LEVEL: 'warn',
+};
+
 export interface CliResult {
   code: number | null;
   stdout: string;
