@@ -1,5 +1,6 @@
 import type { Db } from '../db/database.js';
 import { chunk, chunkSizeFor } from '../db/bulk.js';
+import { deferWrite } from '../db/deferred-writes.js';
 import type { Dialect, SqlFragment } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -123,7 +124,8 @@ export function createSegmentStore(dialect: Dialect) {
           .where('segment_id', segment.id)
           .whereNotExists(db('contacts as c').select(db.raw('1')).whereRaw('c.id = segment_members.contact_id').whereRaw(condition.sql, condition.bindings));
         if (ids) leaving.whereIn('contact_id', ids);
-        await leaving.delete();
+        // Held: it travels with the read below (one round trip on PostgreSQL), which sees its effect.
+        await deferWrite(dialect, db, leaving.delete());
         const entering = db('contacts as c')
           .where('c.workspace_id', segment.workspace_id)
           .whereRaw(condition.sql, condition.bindings)
