@@ -351,6 +351,16 @@ describeEachDatabase('recommendations', (h) => {
     expect(await ranked(ws, id, `?contact_id=${newcomer}`)).toEqual([]);
   });
 
+  it('may_also_like: partners bought together equally often come in key order', async () => {
+    const ws = await shop();
+    await order(ws, 'x@example.com', [{ external_id: 'jeans' }, { external_id: 'shirt' }]);
+    await order(ws, 'y@example.com', [{ external_id: 'jeans' }, { external_id: 'cap' }]);
+    await order(ws, 'z@example.com', [{ external_id: 'jeans' }, { external_id: 'tee' }]);
+    await order(ws, 'me@example.com', [{ external_id: 'jeans' }]);
+    const me = (await h().request({ method: 'GET', url: '/api/v1/contacts?email=me@example.com', key: ws.apiKey })).json().data[0].id;
+    expect(await rank(ws, 'may_also_like', {}, `?contact_id=${me}`)).toEqual(['cap', 'shirt', 'tee', 'shorts']);
+  });
+
   it('may_also_like tops up by categories best sellers first, and a cart is a seed too', async () => {
     const ws = await shop();
     await order(ws, 'z@example.com', [{ external_id: 'shirt', quantity: 5 }]);

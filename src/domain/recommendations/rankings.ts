@@ -36,7 +36,7 @@ const STORE_WIDE: Record<string, TotalsColumn> = {
 
 type RankRequest = Parameters<FeedRanker>[0];
 
-/** What ordering ranked products reads of each: ties within one product id go newest first. */
+/** A filtered product as inKeyOrder orders it: by its key's place, then newest first, then by id. */
 type CatalogRow = { id: string; external_id: string; created_at: unknown };
 
 /** Product keys with the time each was last seen, most recent first, each once. */
@@ -70,7 +70,7 @@ export function createRanker(deps: {
     request.filtered().whereNot('p.platform', MANUAL_PLATFORM);
 
   /**
-   * The filtered products among `keys`, in the order of `keys` (products sharing an id: newest first). Read in
+   * The filtered products among `keys` (distinct), in their order (products sharing an id: newest first). Read in
    * slices from the front, each four times the one before, until `limit` are found: a later key only ranks
    * after them, and the first few dozen keys usually suffice (a recipient's co-occurring products run to 500).
    */
