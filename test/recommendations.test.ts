@@ -277,6 +277,26 @@ describeEachDatabase('recommendations', (h) => {
     expect(missing.statusCode).toBe(404);
   });
 
+  it('recently_viewed reads past the first keys: ids the catalog lacks or the filters drop are skipped, order kept', async () => {
+    const ws = await shop();
+    const me = await contact(ws, 'me@example.com');
+    const minutesBefore = (days: number, minutes: number) => new Date(Date.now() - days * DAY - minutes * 60_000).toISOString();
+    // Newest first: jeans, 300 ids the catalog does not hold, then tee, shirt, cap (past the first two slices).
+    const gone = Array.from({ length: 300 }, (_, i) => ({ email: 'me@example.com', properties: { product_id: `gone-${i}` }, timestamp: minutesBefore(2, i) }));
+    await views(ws, [
+      { email: 'me@example.com', properties: { product_id: 'jeans' }, timestamp: daysAgo(1) },
+      ...gone,
+      { email: 'me@example.com', properties: { product_id: 'tee' }, timestamp: daysAgo(4) },
+      { email: 'me@example.com', properties: { product_id: 'shirt' }, timestamp: daysAgo(5) },
+      { email: 'me@example.com', properties: { product_id: 'cap' }, timestamp: daysAgo(6) },
+    ]);
+    const id = await feed(ws, { recommendation_type: 'recently_viewed' });
+    expect(await ranked(ws, id, `?contact_id=${me}`)).toEqual(['jeans', 'tee', 'shirt', 'cap']);
+    expect(await ranked(ws, id, `?contact_id=${me}&limit=2`)).toEqual(['jeans', 'tee']);
+    expect(await rank(ws, 'recently_viewed', { categories: ['Tops'] }, `?contact_id=${me}`)).toEqual(['tee', 'shirt']);
+    expect(await rank(ws, 'recently_viewed', { categories: ['Hats'] }, `?contact_id=${me}`)).toEqual(['cap']);
+  });
+
   it('recently_viewed includes views made anonymously before the visitor was identified', async () => {
     const ws = await shop();
     const collect = (body: Record<string, unknown>) => h().request({ method: 'POST', url: '/collect/event', json: { site_id: ws.siteId, ...body } });
@@ -329,6 +349,16 @@ describeEachDatabase('recommendations', (h) => {
     // A recipient with no orders or carts has no recommendations.
     const newcomer = await contact(ws, 'new@example.com');
     expect(await ranked(ws, id, `?contact_id=${newcomer}`)).toEqual([]);
+  });
+
+  it('may_also_like: partners bought together equally often come in key order', async () => {
+    const ws = await shop();
+    await order(ws, 'x@example.com', [{ external_id: 'jeans' }, { external_id: 'shirt' }]);
+    await order(ws, 'y@example.com', [{ external_id: 'jeans' }, { external_id: 'cap' }]);
+    await order(ws, 'z@example.com', [{ external_id: 'jeans' }, { external_id: 'tee' }]);
+    await order(ws, 'me@example.com', [{ external_id: 'jeans' }]);
+    const me = (await h().request({ method: 'GET', url: '/api/v1/contacts?email=me@example.com', key: ws.apiKey })).json().data[0].id;
+    expect(await rank(ws, 'may_also_like', {}, `?contact_id=${me}`)).toEqual(['cap', 'shirt', 'tee', 'shorts']);
   });
 
   it('may_also_like tops up by categories best sellers first, and a cart is a seed too', async () => {

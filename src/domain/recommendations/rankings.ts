@@ -16,6 +16,9 @@ const RECENT_EVENTS = 1_000;
 /** Store-wide: the top keys tried first, before a full join (see storeWide). */
 const TOP_CANDIDATES = 50;
 
+/** Keys in the first slice inKeyOrder reads. */
+const FIRST_KEYS = 50;
+
 /** may_also_like: the recipient's most recent products that seed it, and the partners read for each. */
 const MAX_SEEDS = 20;
 const PARTNERS_PER_SEED = 100;
@@ -32,6 +35,9 @@ const STORE_WIDE: Record<string, TotalsColumn> = {
 };
 
 type RankRequest = Parameters<FeedRanker>[0];
+
+/** A filtered product as inKeyOrder orders it: by its key's place, then newest first, then by id. */
+type CatalogRow = { id: string; external_id: string; created_at: unknown };
 
 /** Product keys with the time each was last seen, most recent first, each once. */
 function newestFirst(seen: Array<{ key: string; at: number }>): string[] {
@@ -63,13 +69,24 @@ export function createRanker(deps: {
   const ranked = (request: RankRequest) =>
     request.filtered().whereNot('p.platform', MANUAL_PLATFORM);
 
-  /** The filtered products among `keys`, in the order of `keys` (products sharing an id: newest first). */
+  /**
+   * The filtered products among `keys` (distinct), in their order (products sharing an id: newest first). Read in
+   * slices from the front, each four times the one before, until `limit` are found: a later key only ranks
+   * after them, and the first few dozen keys usually suffice (a recipient's co-occurring products run to 500).
+   */
   async function inKeyOrder(request: RankRequest, keys: string[], limit: number): Promise<string[]> {
-    if (keys.length === 0 || limit <= 0) return [];
+    const found: string[] = [];
+    for (let from = 0, size = FIRST_KEYS; from < keys.length && found.length < limit; from += size, size *= 4) {
+      const slice = keys.slice(from, from + size);
+      const rows: CatalogRow[] = await ranked(request).whereIn('p.external_id', slice).select('p.id', 'p.external_id', 'p.created_at');
+      found.push(...sortedByKeys(rows, slice, limit - found.length));
+    }
+    return found;
+  }
+
+  /** `rows` in the order of their `external_id` in `keys` (products sharing an id: newest first), at most `limit`. */
+  function sortedByKeys(rows: CatalogRow[], keys: string[], limit: number): string[] {
     const position = new Map(keys.map((key, i) => [key, i]));
-    const rows: Array<{ id: string; external_id: string; created_at: unknown }> = await ranked(request)
-      .whereIn('p.external_id', keys)
-      .select('p.id', 'p.external_id', 'p.created_at');
     return rows
       .sort(
         (a, b) =>
