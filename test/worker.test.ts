@@ -238,4 +238,37 @@ describeEachDatabase('the durable worker', (h) => {
       await bounded.stop();
     }
   });
+
+  it('a trigger-fact wake-up runs the drains without looking for jobs; a job wake-up looks', async () => {
+    const k = kind();
+    const ran: unknown[] = [];
+    let claims = 0;
+    let drains = 0;
+    const queue = jobs();
+    const counted = { ...queue, claim: (...args: Parameters<typeof queue.claim>) => (claims++, queue.claim(...args)) };
+    const worker = startWorker({
+      jobs: counted,
+      handlers: onlyKinds([k], async (job) => void ran.push(job.payload.n)),
+      pumps: [async () => (drains++, 0)],
+      concurrency: 1,
+      pollMs: 60_000,
+      leaseMs: 5_000,
+    });
+    try {
+      await eventually(() => drains >= 1 && claims >= 1, Boolean);
+      const claimsBefore = claims;
+      for (let i = 0; i < 20; i++) {
+        const seen = drains;
+        queue.wake('facts');
+        // Barrier: each wake-up has been acted on (its drain ran) before the next.
+        await eventually(() => drains > seen, Boolean);
+      }
+      expect(claims).toBe(claimsBefore);
+      await enqueue(k, { n: 1 });
+      await eventually(() => ran.length === 1, Boolean);
+      expect(claims).toBeGreaterThan(claimsBefore);
+    } finally {
+      await worker.stop();
+    }
+  });
 });

@@ -106,7 +106,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   });
   const jobs = createJobQueue({ db, store: createJobStore(dialect) });
   // A committed fact wakes this process's worker at once (other processes' find it by their poll).
-  const outbox = createTriggerOutbox(dialect, { onCommit: jobs.wake });
+  const outbox = createTriggerOutbox(dialect, { onCommit: () => jobs.wake('facts') });
   const apiKeys = createApiKeyService({ knex, store: createApiKeyStore(), writeTransaction: db.writeTransaction, clock });
   const integrations = createIntegrationService({
     knex,

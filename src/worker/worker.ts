@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { PermanentJobError, type Job, type JobHandlers, type JobQueue } from '../domain/jobs/job-queue.js';
+import { PermanentJobError, type Job, type JobHandlers, type JobQueue, type WakeReason } from '../domain/jobs/job-queue.js';
 
 export interface WorkerOptions {
   jobs: JobQueue;
@@ -61,9 +61,17 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
   const running = new Set<Promise<void>>();
   let stopping = false;
   let poked = false;
+  /**
+   * Whether to look for due jobs on this round: a job was enqueued here or a slot freed, or the poll (or the
+   * nearest `run_at`) says so. Trigger facts wake the worker for its drains only: under a stream of writes a
+   * claim per commit would be a write transaction per commit for nothing.
+   */
+  let jobsDue = true;
+  let lookAgainAt = 0;
   let wakeWaiter: (() => void) | null = null;
-  const poke = () => {
+  const poke = (reason: WakeReason = 'jobs') => {
     poked = true;
+    if (reason === 'jobs') jobsDue = true;
     wakeWaiter?.();
   };
   const unsubscribe = jobs.onWake(poke);
@@ -136,9 +144,11 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
             if (untilIdle) throw error;
           }
         }
+        const lookForJobs = untilIdle || jobsDue || Date.now() >= lookAgainAt;
+        jobsDue = false;
         const free = concurrency - running.size;
         let claimed: Job[] = [];
-        if (free > 0) {
+        if (free > 0 && lookForJobs) {
           try {
             claimed = await jobs.claim(owner, free, leaseMs);
           } catch (error) {
@@ -153,16 +163,23 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
           });
           running.add(run);
         }
-        if (claimed.length > 0 && claimed.length === free && !pressed) continue;
+        if (claimed.length > 0 && claimed.length === free) {
+          // Every slot taken: more may be due as soon as one frees.
+          jobsDue = true;
+          if (!pressed) continue;
+        }
         if (untilIdle && claimed.length === 0) {
           if (pumped > 0) continue;
           if (running.size === 0) break;
           await Promise.race(running);
           continue;
         }
-        const dueIn = running.size >= concurrency ? pollMs : await jobs.nextDueIn().catch(() => null);
+        if (lookForJobs) {
+          const dueIn = running.size >= concurrency ? pollMs : await jobs.nextDueIn().catch(() => null);
+          lookAgainAt = Date.now() + Math.min(pollMs, dueIn ?? pollMs);
+        }
         // A drain put off (see pumpIntervalMs) runs when its interval is over, woken or not.
-        await pause(Math.min(pollMs, dueIn ?? pollMs, pumpIn > 0 ? pumpIn : pollMs));
+        await pause(Math.max(0, Math.min(pollMs, lookAgainAt - Date.now(), pumpIn > 0 ? pumpIn : pollMs)));
       }
       await Promise.all(running);
     } finally {

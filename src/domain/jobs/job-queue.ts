@@ -43,12 +43,15 @@ export function backoffMs(attempt: number, random = Math.random): number {
  * caller's transaction, so a job exists exactly when the data that needs it was committed; a worker in this
  * process is woken once that commit lands, others find it by their short poll.
  */
+/** Why a worker is woken: jobs were enqueued (look for due jobs), or trigger facts committed (drain them only). */
+export type WakeReason = 'jobs' | 'facts';
+
 export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Clock }) {
   const { db, store } = deps;
   const clock = deps.clock ?? systemClock;
-  const listeners = new Set<() => void>();
-  const wake = () => {
-    for (const listener of listeners) listener();
+  const listeners = new Set<(reason: WakeReason) => void>();
+  const wake = (reason: WakeReason = 'jobs') => {
+    for (const listener of listeners) listener(reason);
   };
 
   return {
@@ -66,13 +69,13 @@ export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Cl
         now,
       );
       // Wake this process's worker once the rows are visible; a rolled-back transaction wakes nobody.
-      trx.executionPromise.then(wake, () => {});
+      trx.executionPromise.then(() => wake('jobs'), () => {});
     },
 
     /** Tells this process's worker to look now (for jobs written outside enqueue, e.g. by another module's test). */
     wake,
 
-    onWake(listener: () => void): () => void {
+    onWake(listener: (reason: WakeReason) => void): () => void {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
