@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
-import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor } from '../db/bulk.js';
+import { bulkInsert } from '../db/bulk-insert.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 
 /**
@@ -63,7 +64,7 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
   return {
     async record(trx: Knex.Transaction, facts: TriggerFact[]): Promise<void> {
       if (facts.length === 0) return;
-      await insertRows(
+      await bulkInsert(
         trx,
         dialect,
         'trigger_outbox',
@@ -75,10 +76,11 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
           subject_type: fact.subjectType,
           subject_id: fact.subjectId,
           source: fact.source ?? null,
-          payload: dialect.writeJson(fact.payload ?? {}),
+          payload: fact.payload ?? {},
           created_at: fact.at,
           processed_at: null,
         })),
+        ['payload'],
       );
       if (options.onCommit) trx.executionPromise.then(options.onCommit, () => {});
     },
