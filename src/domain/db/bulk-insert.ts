@@ -1,4 +1,4 @@
-import { chunk, chunkSizeFor } from './bulk.js';
+import { chunk, chunkSizeFor, insertRows } from './bulk.js';
 import type { Db } from './database.js';
 import type { Dialect } from './dialect/dialect.js';
 
@@ -17,9 +17,9 @@ import type { Dialect } from './dialect/dialect.js';
 const ROWS_PER_JSON_DOCUMENT = 5_000;
 
 /** The rows as SQLite stores them: JSON columns as text. */
-const encodedForSqlite = (dialect: Dialect, rows: object[], jsonColumns: readonly string[]): object[] =>
+const encodedForSqlite = (dialect: Dialect, rows: object[], jsonColumns: readonly string[]): Array<Record<string, unknown>> =>
   jsonColumns.length === 0
-    ? rows
+    ? (rows as Array<Record<string, unknown>>)
     : rows.map((row) => {
         const encoded: Record<string, unknown> = { ...row };
         for (const column of jsonColumns) encoded[column] = dialect.writeJson(encoded[column]);
@@ -36,6 +36,7 @@ function insertFromJson(table: string, rows: object[]): { sql: string; bindings:
   };
 }
 
+/** Inserts every row, in as few statements as the database takes. */
 export async function bulkInsert<T extends object>(
   db: Db,
   dialect: Dialect,
@@ -51,8 +52,7 @@ export async function bulkInsert<T extends object>(
     }
     return;
   }
-  const encoded = encodedForSqlite(dialect, rows, jsonColumns);
-  for (const part of chunk(encoded, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) await db(table).insert(part);
+  await insertRows(db, dialect, table, encodedForSqlite(dialect, rows, jsonColumns));
 }
 
 /**
@@ -72,7 +72,8 @@ export async function bulkInsertIgnoringConflicts<T extends object>(
   if (dialect.name === 'postgres') {
     for (const part of chunk(rows, ROWS_PER_JSON_DOCUMENT)) {
       const { sql, bindings } = insertFromJson(table, part);
-      const result = await db.raw(`${sql} ON CONFLICT (${uniqueKey.map(() => '??').join(', ')}) DO NOTHING RETURNING id`, [...bindings, ...uniqueKey]);
+      const conflict = `ON CONFLICT (${uniqueKey.map(() => '??').join(', ')}) DO NOTHING RETURNING id`;
+      const result = await db.raw(`${sql} ${conflict}`, [...bindings, ...uniqueKey]);
       for (const row of result.rows as Array<{ id: string }>) inserted.add(row.id);
     }
     return inserted;
