@@ -5,7 +5,7 @@ import { runLoad, type LoadOptions, type LoadResult } from './load.js';
 import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
 import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess, type WriteCounters } from './processes.js';
 import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFile } from './events-volume.js';
-import { runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
+import { measureSyncCeiling, runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
 import { benchFailures } from './verdict.js';
 import { automationTables, runAutomationBench, type AutomationOptions, type AutomationRuns } from './automation.js';
@@ -463,20 +463,26 @@ async function runEventsBench(databaseLabel: string, databaseUrl: string, worksp
   };
 }
 
-/** `emk sync-orders` of the generated file, twice: the second run finds every order already stored. */
-async function runSyncBench(databaseLabel: string, databaseUrl: string, file: string): Promise<SyncRow> {
+/**
+ * `emk sync-orders` of the generated file, twice (the second run finds every order already stored), then the
+ * plain insert ceiling of the same orders and items, measured in the same run.
+ */
+async function runSyncBench(databaseLabel: string, databaseUrl: string, workspace: Workspace, file: string): Promise<SyncRow> {
   log(`emk sync-orders on ${databaseLabel}: ${SYNC_ORDERS} orders…`);
   const args = ['--db', databaseUrl, '--file', file];
   const first = await runSync(EMK, args, EMK_ENV, ROOT);
   log(`emk sync-orders on ${databaseLabel}: again…`);
   const second = await runSync(EMK, args, EMK_ENV, ROOT);
-  return { database: databaseLabel, first, second };
+  log(`emk sync-orders on ${databaseLabel}: plain insert ceiling…`);
+  const ceilingOrdersPerSecond = await measureSyncCeiling(databaseUrl, workspace.workspaceId, SYNC_ORDERS);
+  return { database: databaseLabel, first, second, ceilingOrdersPerSecond };
 }
 
 interface SyncRow {
   database: string;
   first: SyncRun;
   second: SyncRun;
+  ceilingOrdersPerSecond: number;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -501,16 +507,31 @@ function eventsTable(rows: EventsRow[]): string {
 }
 
 function syncTable(rows: SyncRow[]): string {
-  const header = ['emk sync-orders', 'database', 'orders', 'first run (s)', 'orders/s', 'second run (s)', 'peak RSS (MiB)'];
-  const lines = rows.map((row) => [
-    `${SYNC_ORDERS} orders, 3 items, ${SYNC_CUSTOMERS} customers`,
-    row.database,
-    `${row.first.summary.inserted} new / ${row.second.summary.skipped} unchanged`,
-    row.first.seconds.toFixed(1),
-    (row.first.summary.rows / row.first.seconds).toFixed(0),
-    row.second.seconds.toFixed(1),
-    (Math.max(row.first.peakRssKib ?? 0, row.second.peakRssKib ?? 0) / 1024).toFixed(0),
-  ]);
+  const header = [
+    'emk sync-orders',
+    'database',
+    'orders',
+    'first run (s)',
+    'orders/s',
+    'insert ceiling orders/s',
+    'sync vs ceiling',
+    'second run (s)',
+    'peak RSS (MiB)',
+  ];
+  const lines = rows.map((row) => {
+    const rate = row.first.summary.rows / row.first.seconds;
+    return [
+      `${SYNC_ORDERS} orders, 3 items, ${SYNC_CUSTOMERS} customers`,
+      row.database,
+      `${row.first.summary.inserted} new / ${row.second.summary.skipped} unchanged`,
+      row.first.seconds.toFixed(1),
+      rate.toFixed(0),
+      row.ceilingOrdersPerSecond.toFixed(0),
+      `${((100 * rate) / row.ceilingOrdersPerSecond).toFixed(0)} %`,
+      row.second.seconds.toFixed(1),
+      (Math.max(row.first.peakRssKib ?? 0, row.second.peakRssKib ?? 0) / 1024).toFixed(0),
+    ];
+  });
   return formatTable(header, lines);
 }
 
@@ -630,7 +651,7 @@ async function main(): Promise<void> {
     const runDatabase = async (label: string, url: string) => {
       const emk = await runEmk(label, url, bare, failures);
       rows.push(...emk.rows);
-      if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench(label, url, ordersFile));
+      if (SYNC_ORDERS > 0) syncRows.push(await runSyncBench(label, url, emk.workspace, ordersFile));
       if (EVENT_ROWS > 0) {
         await attempt(`events at volume on ${label}`, async () => void eventsRows.push(await runEventsBench(label, url, emk.workspace, eventsFile, eventEmails)));
       }

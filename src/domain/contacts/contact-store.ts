@@ -1,4 +1,5 @@
-import { byWorkspace, chunk, chunkSizeFor, deferInsertRows } from '../db/bulk.js';
+import { byWorkspace, chunk, chunkSizeFor } from '../db/bulk.js';
+import { bulkInsert, bulkInsertIgnoringConflicts } from '../db/bulk-insert.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -96,18 +97,8 @@ export function createContactStore(dialect: Dialect) {
     findByKeys: (db: Db, pairs: [string, string][], { lock }: { lock: boolean }) => selectByKeys(db, pairs, lock),
 
     /** Inserts contacts, yielding to the unique (workspace_id, email_key) index; returns the ids written. */
-    async insertIgnoringConflicts(db: Db, rows: ContactRow[]): Promise<Set<string>> {
-      const insertedIds = new Set<string>();
-      for (const part of chunk(rows, chunkSizeFor(dialect, 11))) {
-        const returned = await db('contacts')
-          .insert(part.map((row) => ({ ...row, properties: dialect.writeJson(row.properties) })))
-          .onConflict(['workspace_id', 'email_key'])
-          .ignore()
-          .returning('id');
-        for (const r of returned as Array<{ id: string }>) insertedIds.add(r.id);
-      }
-      return insertedIds;
-    },
+    insertIgnoringConflicts: (db: Db, rows: ContactRow[]): Promise<Set<string>> =>
+      bulkInsertIgnoringConflicts(db, dialect, 'contacts', rows, ['workspace_id', 'email_key'], ['properties']),
 
     /** Writes the properties of stored contacts, a statement per few hundred (an upsert on their unique key). */
     async updateProperties(db: Db, rows: ContactRow[], now: number): Promise<void> {
@@ -130,6 +121,20 @@ export function createContactStore(dialect: Dialect) {
       const found = new Map<string, ContactRow>();
       for (const row of await selectByKeys(db, keys.map(pairOf), false)) found.set(compositeKey(row.workspace_id, row.email_key), row);
       return found;
+    },
+
+    /**
+     * The ids of existing contacts of (workspace, email) pairs, by `contactKey`: what an event's owner needs,
+     * two columns instead of whole rows (the batch event writes look up 1000 emails a chunk). Never creates.
+     */
+    async idsByEmails(db: Db, pairs: Array<readonly [string, string]>): Promise<Map<string, string>> {
+      const keys = [...new Set(pairs.map(([workspaceId, email]) => contactKey(workspaceId, email)))];
+      const ids = new Map<string, string>();
+      for (const [workspaceId, emailKeys] of byWorkspace(keys.map(pairOf), PAIRS_PER_QUERY)) {
+        const rows = await people(db).where({ workspace_id: workspaceId }).whereIn('email_key', emailKeys).select('id', 'email_key');
+        for (const row of rows as Array<{ id: string; email_key: string }>) ids.set(compositeKey(workspaceId, row.email_key), row.id);
+      }
+      return ids;
     },
 
     async findByIds(db: Db, workspaceId: string, ids: string[]): Promise<ContactRow[]> {
@@ -159,7 +164,7 @@ export function createContactStore(dialect: Dialect) {
 
     /** Held until the transaction's next statement: history rows nobody reads back in the same transaction. */
     async recordStatusChanges(db: Db, changes: StatusChange[]): Promise<void> {
-      await deferInsertRows(
+      await bulkInsert(
         db,
         dialect,
         'subscription_changes',
@@ -170,6 +175,8 @@ export function createContactStore(dialect: Dialect) {
           origin: change.origin,
           created_at: change.at,
         })),
+        [],
+        { hold: true },
       );
     },
 

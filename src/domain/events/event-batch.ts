@@ -145,11 +145,11 @@ export function createEventBatches(deps: {
     upsert: boolean,
     result: CorrectResult,
   ) {
-    const owners = await contactStore.findByEmails(
+    const owners = await contactStore.idsByEmails(
       trx,
       rows.map((r) => [workspaceId, r.input.email] as const),
     );
-    const contactIds = [...new Set([...owners.values()].map((c) => c.id))];
+    const contactIds = [...new Set(owners.values())];
     const stored = await eventStore.findByDedupeKeys(trx, workspaceId, {
       contactIds,
       eventNames: [...new Set(rows.map((r) => r.input.event_name))],
@@ -170,12 +170,12 @@ export function createEventBatches(deps: {
     const inserts: EventRow[] = [];
     const changed = new Map<string, { id: string; patch: Partial<Pick<EventRow, 'properties' | 'source' | 'created_at'>> }>();
     for (const { index, input } of rows) {
-      const owner = owners.get(contactKey(workspaceId, input.email));
-      if (!owner) {
+      const ownerId = owners.get(contactKey(workspaceId, input.email));
+      if (!ownerId) {
         result.errors.push({ index, email: input.email, error: CONTACT_NOT_FOUND });
         continue;
       }
-      const key = matchKey(owner.id, input.event_name, input.dedupe_key);
+      const key = matchKey(ownerId, input.event_name, input.dedupe_key);
       const matches = byKey.get(key);
       if (!matches) {
         if (!upsert) {
@@ -186,7 +186,7 @@ export function createEventBatches(deps: {
         const row: EventRow = {
           id: uuidv7(now),
           workspace_id: workspaceId,
-          contact_id: owner.id,
+          contact_id: ownerId,
           anonymous_id: null,
           event_name: input.event_name,
           properties: withDedupeKey(input.properties ?? {}, input.dedupe_key),

@@ -64,7 +64,7 @@ export function createEventService(deps: {
    */
   const recordEvents: BatchHandler<EventWrite, EventWriteResult> = async (trx, writes) => {
     const knownIds = await existingContactIds(trx, writes);
-    const existingByEmail = await contactStore.findByEmails(
+    const existingByEmail = await contactStore.idsByEmails(
       trx,
       writes.flatMap((w) => ('existingEmail' in w.owner ? [[w.workspaceId, w.owner.existingEmail] as const] : [])),
     );
@@ -110,9 +110,9 @@ export function createEventService(deps: {
         contactId = owner.row.id;
         anonymousId = w.owner.anonymousId ?? null;
       } else if ('existingEmail' in w.owner) {
-        const owner = existingByEmail.get(contactKey(w.workspaceId, w.owner.existingEmail));
-        if (!owner) return { error: 'contact not found' };
-        contactId = owner.id;
+        const ownerId = existingByEmail.get(contactKey(w.workspaceId, w.owner.existingEmail));
+        if (!ownerId) return { error: 'contact not found' };
+        contactId = ownerId;
       } else {
         anonymousId = w.owner.anonymousId;
         contactId = anonymousOwners.get(compositeKey(w.workspaceId, anonymousId)) ?? null;

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import { chunk, deferInsertRows } from '../db/bulk.js';
+import { chunk } from '../db/bulk.js';
+import { bulkInsert } from '../db/bulk-insert.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
@@ -51,12 +52,7 @@ export function createEventStore(dialect: Dialect) {
 
     /** Held until the transaction's next statement: events carry their own ids. */
     async insert(trx: Db, rows: EventRow[]): Promise<void> {
-      await deferInsertRows(
-        trx,
-        dialect,
-        'events',
-        rows.map((row) => ({ ...row, properties: dialect.writeJson(row.properties) })),
-      );
+      await bulkInsert(trx, dialect, 'events', rows, ['properties'], { hold: true });
     },
 
     /**

@@ -1,4 +1,5 @@
-import { chunk, chunkSizeFor, deferInsertRows, insertRows } from '../db/bulk.js';
+import { chunk, insertRows } from '../db/bulk.js';
+import { bulkInsert, bulkInsertIgnoringConflicts } from '../db/bulk-insert.js';
 import { deferWrite } from '../db/deferred-writes.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
@@ -108,15 +109,7 @@ export function createOrderStore(dialect: Dialect) {
      * Returns the ids actually inserted (their items are inserted too).
      */
     async insertIgnoringConflicts(db: Db, rows: OrderRow[], items: Map<string, OrderItem[]>): Promise<Set<string>> {
-      const inserted = new Set<string>();
-      for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0] ?? {}).length))) {
-        const returned = (await db('orders')
-          .insert(part)
-          .onConflict(['workspace_id', 'upsert_key'])
-          .ignore()
-          .returning('id')) as Array<{ id: string }>;
-        for (const r of returned) inserted.add(r.id);
-      }
+      const inserted = await bulkInsertIgnoringConflicts(db, dialect, 'orders', rows, ['workspace_id', 'upsert_key']);
       await this.insertItems(
         db,
         rows.filter((r) => inserted.has(r.id)),
@@ -154,7 +147,7 @@ export function createOrderStore(dialect: Dialect) {
           ordered_at: order.ordered_at,
         })),
       );
-      await deferInsertRows(db, dialect, 'order_items', itemRows);
+      await bulkInsert(db, dialect, 'order_items', itemRows, [], { hold: true });
     },
 
     async replaceItems(db: Db, order: Pick<OrderRow, 'id' | 'workspace_id' | 'ordered_at'>, items: OrderItem[]) {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
-import { chunk, chunkSizeFor, deferInsertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor } from '../db/bulk.js';
+import { bulkInsert } from '../db/bulk-insert.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 
 /**
@@ -64,7 +65,7 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
     async record(trx: Knex.Transaction, facts: TriggerFact[]): Promise<void> {
       if (facts.length === 0) return;
       // Held until the transaction's next statement (its COMMIT, usually): one driver call for the group.
-      await deferInsertRows(
+      await bulkInsert(
         trx,
         dialect,
         'trigger_outbox',
@@ -76,10 +77,12 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
           subject_type: fact.subjectType,
           subject_id: fact.subjectId,
           source: fact.source ?? null,
-          payload: dialect.writeJson(fact.payload ?? {}),
+          payload: fact.payload ?? {},
           created_at: fact.at,
           processed_at: null,
         })),
+        ['payload'],
+        { hold: true },
       );
       if (options.onCommit) trx.executionPromise.then(options.onCommit, () => {});
     },

@@ -98,6 +98,12 @@ export interface Dialect {
    * the value has no safe literal form here (the write is then sent on its own, with bindings).
    */
   literal(value: unknown): string | null;
+  /**
+   * A FROM source reading rows typed by the table named by a `??` binding from one JSON array bound at `?`
+   * (PostgreSQL's json_populate_recordset: far cheaper to parse than thousands of parameters); null where a
+   * multi-row VALUES insert costs the same (SQLite).
+   */
+  readonly jsonRecordset: string | null;
 }
 
 /** Number columns read alike on both databases (pg returns numeric columns as strings). */

@@ -160,5 +160,6 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
     literal: postgresLiteral,
+    jsonRecordset: 'json_populate_recordset(NULL::??, ?::json)',
   };
 }

@@ -217,5 +217,6 @@ export function sqliteDialect(filename: string): Dialect {
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
     literal: sqliteLiteral,
+    jsonRecordset: null,
   };
 }
