@@ -165,6 +165,23 @@ describeEachDatabase('orders', (h) => {
     expect(s2.lifetime_revenue).toBe(25);
   });
 
+  it('a correction that lowers the total below what was refunded caps the refund: net revenue never goes negative', async () => {
+    const ws = await h().workspace();
+    await sync(ws, [syncRow('cap@example.com', 'cap1', { total_amount: 100 })]);
+    const refund = await h().request({
+      method: 'POST',
+      url: `/ecom/website/${ws.integrationId}`,
+      headers: { authorization: `Bearer ${ws.integrationKey}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ event_type: 'refunded_order', email: 'cap@example.com', external_id: 'r1', order: { external_id: 'cap1', refund_amount: 60 } }),
+    });
+    expect(refund.json().status).toBe('processed');
+    expect((await sync(ws, [syncRow('cap@example.com', 'cap1', { total_amount: 40 })])).json()).toMatchObject({ updated: 1 });
+    const [order] = (await h().request({ method: 'GET', url: '/api/v1/ecommerce/orders?external_id=cap1', key: ws.apiKey })).json().data;
+    expect(order).toMatchObject({ total_amount: 40, refunded_amount: 40 });
+    const contact = (await h().request({ method: 'GET', url: '/api/v1/contacts?email=cap@example.com', key: ws.apiKey })).json().data[0];
+    expect(contact.lifetime_revenue).toBe(0);
+  });
+
   it('sync fires no order_placed: a historical backfill starts no flows', async () => {
     const ws = await h().workspace();
     await sync(ws, [syncRow('s5@example.com', 'h1'), syncRow('s5@example.com', 'h2')]);
