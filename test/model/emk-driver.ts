@@ -1,9 +1,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { inject } from 'vitest';
 import { runDueJobs, workerOptionsFor } from '../../src/worker/worker.js';
 import { runEmk } from '../helpers/cli.js';
 import type { Harness, TestWorkspace } from '../helpers/harness.js';
-import { TEST_TMP_ROOT } from '../helpers/test-databases.js';
 import type { Burst, Operation, SyncRow } from './operations.js';
 import { FLOWS, VISIT_EVENT, emailKey } from './reference-model.js';
 import { directOrderLine, reportWindows, revenueLine, type ContactView, type OrderView, type Snapshot } from './snapshot.js';
@@ -43,7 +43,7 @@ export class EmkDriver {
     /** emk's clock at the run's start: model time 0. */
     private readonly start: number,
   ) {
-    this.tmpDir = mkdtempSync(join(TEST_TMP_ROOT, 'model-'));
+    this.tmpDir = mkdtempSync(join(inject('tmpDir'), 'model-'));
   }
 
   static async create(h: Harness): Promise<EmkDriver> {
