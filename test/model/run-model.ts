@@ -47,18 +47,24 @@ async function replay(bursts: Burst[], dialect: DialectName, checkEvery: number,
     let lastAgreed = -1;
     let checks = 0;
     let done = 0;
+    let applyMs = 0;
+    let observeMs = 0;
     for (let b = 0; b < bursts.length; b++) {
       const burst = bursts[b]!;
+      const applyStart = Date.now();
       await driver.run(burst);
+      applyMs += Date.now() - applyStart;
       model.advance(burst.advanceMs);
       for (const op of burst.operations) model.apply(op);
       done += burst.operations.length;
       if ((b + 1) % checkEvery !== 0 && b !== bursts.length - 1 && driver.problems.length === 0) continue;
       checks++;
+      const observeStart = Date.now();
       const discrepancies = [...driver.problems, ...compareSnapshots(model.snapshot(), await driver.observe(model.now))];
+      observeMs += Date.now() - observeStart;
       if (discrepancies.length > 0) return { discrepancies, failedAt: b, lastAgreed, checks };
       lastAgreed = b;
-      if (log && checks % 20 === 0) log(`${done} operations, ${checks} checks, all agree`);
+      if (log && checks % 20 === 0) log(`${done} operations, ${checks} checks, all agree (${Math.round(applyMs / 1000)} s applying, ${Math.round(observeMs / 1000)} s comparing)`);
     }
     return { discrepancies: [], failedAt: null, lastAgreed, checks };
   } finally {
