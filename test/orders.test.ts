@@ -249,6 +249,28 @@ describeEachDatabase('orders', (h) => {
     expect(s4.lifetime_revenue).toBe(0);
   });
 
+  it('concurrent order writes for one contact all reach its lifetime revenue (none computes totals that miss another’s order)', async () => {
+    const ws = await h().workspace();
+    const contactId = await newContact(ws, 'race@example.com');
+    const hook = (body: unknown) =>
+      h().request({
+        method: 'POST',
+        url: `/ecom/website/${ws.integrationId}`,
+        headers: { authorization: `Bearer ${ws.integrationKey}`, 'content-type': 'application/json' },
+        payload: JSON.stringify(body),
+      });
+    let expected = 0;
+    for (let round = 0; round < 15; round++) {
+      await Promise.all([
+        create(ws, valid(contactId, { total_amount: 10 })),
+        hook({ event_type: 'order_placed', email: 'race@example.com', order: { external_id: `race-${round}`, total_amount: 5 } }),
+      ]);
+      expected += 15;
+    }
+    expect((await contact(ws, contactId)).lifetime_revenue).toBe(expected);
+    expect((await contact(ws, contactId)).orders_count).toBe(30);
+  });
+
   // ------------------------------------------------------------------ the revenue invariant
 
   it('lifetime_revenue always equals the net sum over the contact’s stored orders after a random mix of writes', async () => {
