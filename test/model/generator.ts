@@ -27,12 +27,13 @@ const WEIGHTS = {
   open: 9,
   click: 8,
   windows: 0.4,
+  contactLimit: 0.4,
   syncCli: 0.4,
 };
 type Draw = keyof typeof WEIGHTS;
 
 /** Operations that run alone: they read or change what every other operation depends on. */
-const SOLO = new Set<Operation['kind']>(['send-campaign', 'windows']);
+const SOLO = new Set<Operation['kind']>(['send-campaign', 'windows', 'contact-limit']);
 
 /**
  * The seeded operation sequence: bursts of operations whose effects do not depend on the order they are applied
@@ -44,8 +45,8 @@ export function generateBursts(seed: number, operationCount: number): Burst[] {
   const model = new ReferenceModel();
   const bursts: Burst[] = [];
   const state: GeneratorState = { random, model, counters: { email: 0, order: 0, event: 0, anonymous: 0, campaign: 0 }, webhookHistory: [], syncFiles: [] };
-  // A CLI spawn is slow: a handful per run, spread out, the first early.
-  const cliEvery = Math.max(60, Math.floor(operationCount / 25));
+  // A CLI spawn is slow: one in a short run, one every 400 operations in a long one, the first early.
+  const cliEvery = 400;
   let total = 0;
   let nextCli = Math.min(40, Math.floor(operationCount / 3));
   while (total < operationCount) {
@@ -104,7 +105,10 @@ function burstOperations(state: GeneratorState, size: number): Operation[] {
 function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
   const contact = (email: string): Claim[] => {
     const k = emailKey(email);
-    return [[`contact:${k}`, model.contactOf(email) === undefined], [`touches:${k}`, false]];
+    const isNew = model.contactOf(email) === undefined;
+    // Under a contact limit, which new contact takes the last place depends on arrival: one creator a burst.
+    const limited: Claim[] = isNew && model.contactLimit !== null ? [['new-contact', true]] : [];
+    return [[`contact:${k}`, isNew], [`touches:${k}`, false], ...limited];
   };
   const ofKey = (key: string) => key.slice(0, key.lastIndexOf('#'));
   switch (op.kind) {
@@ -129,8 +133,10 @@ function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
     case 'upsert-contact':
       return contact(op.email);
     case 'set-status':
-    case 'erase':
       return [[`contact:${ofKey(op.contact)}`, true]];
+    case 'erase':
+      // Under a contact limit an erasure frees a place: it must not race a new contact for it.
+      return [[`contact:${ofKey(op.contact)}`, true], ...(model.contactLimit !== null ? [['new-contact', true] as Claim] : [])];
     case 'flow-trigger':
       return [[`contact:${ofKey(op.contact)}`, false]];
     case 'open':
@@ -141,6 +147,7 @@ function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
     }
     case 'send-campaign':
     case 'windows':
+    case 'contact-limit':
       return [];
   }
 }
@@ -316,5 +323,8 @@ function drawOperation(state: GeneratorState, draw: Draw): Operation {
     }
     case 'windows':
       return { kind: 'windows', clickDays: random.int(1, 7), openDays: random.int(1, 5) };
+    case 'contactLimit':
+      // A limit at or just above today's count (new contacts refused, or a few more let in), or none.
+      return { kind: 'contact-limit', limit: model.contactLimit === null || random.chance(0.3) ? model.liveContacts().length + random.int(0, 2) : null };
   }
 }

@@ -54,7 +54,8 @@ export type Operation =
   | { kind: 'send-campaign'; campaign: string }
   | { kind: 'flow-trigger'; contact: string; flow: string }
   | { kind: 'open' | 'click'; message: string }
-  | { kind: 'windows'; clickDays: number; openDays: number };
+  | { kind: 'windows'; clickDays: number; openDays: number }
+  | { kind: 'contact-limit'; limit: number | null };
 
 export type SubscriptionStatus = 'subscribed' | 'unsubscribed' | 'non_subscribed';
 
@@ -111,6 +112,8 @@ export function describeOperation(op: Operation): string {
       return `${op.kind} ${op.message}`;
     case 'windows':
       return `PATCH /settings click_window_days=${op.clickDays} open_window_days=${op.openDays}`;
+    case 'contact-limit':
+      return `PATCH /settings contact_limit=${op.limit}`;
   }
 }
 

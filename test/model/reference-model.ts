@@ -67,6 +67,8 @@ export class ReferenceModel {
   now = 0;
   clickDays = 5;
   openDays = 3;
+  /** The workspace's `contact_limit` on live contacts; null: none. */
+  contactLimit: number | null = null;
   readonly contacts = new Map<string, ModelContact>();
   /** Email key → the live contact's model key. */
   readonly liveByEmail = new Map<string, string>();
@@ -92,11 +94,15 @@ export class ReferenceModel {
   engagementsOf = (contact: string): readonly Engagement[] => this.engagements.get(contact) ?? [];
   retryKeySeen = (eventType: string, key: string) => this.retryKeys.has(`${eventType}|${key}`);
 
-  /** Reconcile by email: an existing contact never changes status here; a new one takes the writer's status and source. */
-  private ensureContact(email: string, status: SubscriptionStatus, source: string): string {
+  /**
+   * Reconcile by email: an existing contact never changes status here; a new one takes the writer's status and
+   * source, unless the workspace's contact limit is reached (undefined then).
+   */
+  private ensureContact(email: string, status: SubscriptionStatus, source: string): string | undefined {
     const k = emailKey(email);
     const live = this.liveByEmail.get(k);
     if (live) return live;
+    if (this.contactLimit !== null && this.liveByEmail.size >= this.contactLimit) return undefined;
     const generation = (this.generations.get(k) ?? 0) + 1;
     this.generations.set(k, generation);
     const key = `${k}#${generation}`;
@@ -161,14 +167,19 @@ export class ReferenceModel {
   }
 
   private sync(rows: SyncRow[]): void {
-    const owners = rows.map((row) => this.ensureContact(row.email, 'non_subscribed', 'sync'));
-    rows.forEach((row, i) => {
+    // New contacts are made in email-key order (what decides who gets the last places under a contact limit).
+    const byKey = new Map<string, string>();
+    for (const row of rows) if (!byKey.has(emailKey(row.email))) byKey.set(emailKey(row.email), row.email);
+    for (const k of [...byKey.keys()].sort()) this.ensureContact(byKey.get(k)!, 'non_subscribed', 'sync');
+    rows.forEach((row) => {
+      const owner = this.contactOf(row.email);
+      if (owner === undefined) return; // refused: contact limit reached
       const existing = this.orders.get(row.externalId);
       if (existing) {
         setTotal(existing, row.total, existing.refunded);
         existing.currency = row.currency;
       } else {
-        this.createOrder(row.externalId, owners[i]!, {
+        this.createOrder(row.externalId, owner, {
           total: row.total,
           currency: row.currency,
           orderedAt: row.orderedAt,
@@ -182,6 +193,7 @@ export class ReferenceModel {
 
   private identify(email: string, anonymousId: string | undefined): void {
     const contact = this.ensureContact(email, 'non_subscribed', 'collect');
+    if (contact === undefined) return;
     // An anonymous id belongs to the first contact that identifies with it; its visits come along.
     if (anonymousId === undefined || this.anonymousOwners.has(anonymousId)) return;
     this.anonymousOwners.set(anonymousId, contact);
@@ -278,6 +290,9 @@ export class ReferenceModel {
       case 'windows':
         this.clickDays = op.clickDays;
         this.openDays = op.openDays;
+        return;
+      case 'contact-limit':
+        this.contactLimit = op.limit;
         return;
     }
   }
