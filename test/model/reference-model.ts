@@ -26,16 +26,8 @@ interface ModelContact {
   erased: boolean;
 }
 
-interface ModelOrder {
-  owner: string;
-  total: number;
-  refunded: number;
-  cancelled: boolean;
-  currency: string;
-  orderedAt: number;
-  platform: string;
-  credit: string | null;
-}
+/** An upserted order as the model keeps it: what emk must show. */
+type ModelOrder = OrderView;
 
 interface DirectOrder {
   owner: string;
