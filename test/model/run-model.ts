@@ -118,7 +118,7 @@ export async function runModel(options: ModelRunOptions): Promise<ModelRunResult
     discrepancies: run.discrepancies,
   };
   if (run.failedAt === null) return { ...result, ms: Date.now() - started, report: null };
-  log?.(`discrepancy after burst ${run.failedAt}; shrinking`);
+  log?.(`discrepancy after burst ${run.failedAt}:\n  ${run.discrepancies.slice(0, 20).join('\n  ')}\nshrinking`);
   const shortest = await shortestFailingPrefix(bursts, run, dialect);
   const reproduce = `npm run model -- --ops ${operations} --seed ${seed} --database ${dialect}`;
   const report = [
