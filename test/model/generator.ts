@@ -179,8 +179,6 @@ function orderedAt(state: GeneratorState, owner: string | undefined): number {
   return model.now - random.int(0, 2 * DAY_MS);
 }
 
-const ownerOfEmail = (model: ReferenceModel, address: string) => model.contactOf(address);
-
 function existingOrder(state: GeneratorState): string | null {
   const ids = [...state.model.orders.keys()];
   return ids.length === 0 ? null : state.random.pick(ids);
@@ -199,7 +197,7 @@ function webhookOrder(state: GeneratorState, eventType: OrderEventType, owner: {
   const known = eventType === 'order_placed' ? (random.chance(0.3) ? existingOrder(state) : null) : random.chance(0.85) ? existingOrder(state) : null;
   const externalId = known ?? `o${++counters.order}`;
   const isNew = !model.orders.has(externalId);
-  const ownerKey = owner.email !== undefined ? ownerOfEmail(model, owner.email) : owner.token !== undefined ? model.tokens.get(owner.token) : undefined;
+  const ownerKey = owner.email !== undefined ? model.contactOf(owner.email) : owner.token !== undefined ? model.tokens.get(owner.token) : undefined;
   const order: WebhookOrder = { externalId, status: eventType };
   if (eventType === 'order_placed' || isNew ? eventType !== 'cancelled_order' || random.chance(0.8) : random.chance(0.4)) {
     order.total = cents(random);
@@ -246,7 +244,7 @@ function syncOperation(state: GeneratorState, via: 'api' | 'cli'): Operation {
     const externalId = random.chance(0.3) ? (existingOrder(state) ?? `o${++counters.order}`) : `o${++counters.order}`;
     if (rows.some((r) => r.externalId === externalId)) continue;
     const address = email(state);
-    rows.push({ email: address, externalId, total: cents(random), currency: currency(random), status: 'paid', orderedAt: orderedAt(state, ownerOfEmail(model, address)) });
+    rows.push({ email: address, externalId, total: cents(random), currency: currency(random), status: 'paid', orderedAt: orderedAt(state, model.contactOf(address)) });
   }
   state.syncFiles.push(rows);
   return { kind: 'sync', via, rows };

@@ -82,9 +82,7 @@ export class ReferenceModel {
   liveContacts = () => [...this.contacts.values()].filter((c) => !c.erased);
   /** The live contact of an email, if any. */
   contactOf = (email: string) => this.liveByEmail.get(emailKey(email));
-  anonymousOwner = (anonymousId: string) => this.anonymousOwners.get(anonymousId);
   engagementsOf = (contact: string): readonly Engagement[] => this.engagements.get(contact) ?? [];
-  retryKeySeen = (eventType: string, key: string) => this.retryKeys.has(`${eventType}|${key}`);
 
   /**
    * Reconcile by email: an existing contact never changes status here; a new one takes the writer's status and
