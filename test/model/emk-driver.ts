@@ -35,7 +35,7 @@ export class EmkDriver {
   private readonly tokens = new Map<string, string>();
   private readonly sent = new Set<string>();
   private readonly tmpDir: string;
-  private syncFiles = 0;
+  private cliFiles = 0;
 
   private constructor(
     private readonly h: Harness,
@@ -208,7 +208,7 @@ export class EmkDriver {
           if (reply.statusCode === 200) this.syncErrors(reply.json().errors);
           return;
         }
-        const file = join(this.tmpDir, `sync-${++this.syncFiles}.jsonl`);
+        const file = join(this.tmpDir, `sync-${++this.cliFiles}.jsonl`);
         writeFileSync(file, op.rows.map((row) => JSON.stringify(this.syncRow(row))).join('\n') + '\n');
         const result = await runEmk(['sync-orders', '--db', this.h.database.url, '--workspace', this.ws.id, '--file', file, '--json', '--no-migrate']);
         if (result.code !== 0) this.problems.push(`emk sync-orders exited ${result.code}: ${result.stderr.slice(0, 300)}`);
@@ -223,6 +223,19 @@ export class EmkDriver {
       case 'anonymous-visit': {
         const reply = await this.h.request({ method: 'POST', url: '/collect/event', json: { site_id: this.ws.siteId, event_name: VISIT_EVENT, anonymous_id: op.anonymousId } });
         this.expect('collect event', reply.statusCode, [200], reply.body);
+        return;
+      }
+      case 'event-batch': {
+        const rows = op.emails.map((email) => ({ email, event_name: VISIT_EVENT }));
+        if (op.via === 'api') {
+          const reply = await this.api('POST', '/events/batch', { events: rows });
+          this.expect('POST /events/batch', reply.statusCode, [200], reply.body);
+          return;
+        }
+        const file = join(this.tmpDir, `events-${++this.cliFiles}.jsonl`);
+        writeFileSync(file, rows.map((row) => JSON.stringify(row)).join('\n') + '\n');
+        const result = await runEmk(['events', 'import', '--db', this.h.database.url, '--workspace', this.ws.id, '--file', file, '--json', '--no-migrate']);
+        if (result.code !== 0) this.problems.push(`emk events import exited ${result.code}: ${result.stderr.slice(0, 300)}`);
         return;
       }
       case 'upsert-contact': {

@@ -19,6 +19,7 @@ const WEIGHTS = {
   syncApi: 4,
   identify: 5,
   visit: 4,
+  eventBatch: 3,
   upsertContact: 3,
   setStatus: 3,
   erase: 1.2,
@@ -45,16 +46,18 @@ export function generateBursts(seed: number, operationCount: number): Burst[] {
   const model = new ReferenceModel();
   const bursts: Burst[] = [];
   const state: GeneratorState = { random, model, counters: { email: 0, order: 0, event: 0, anonymous: 0, campaign: 0 }, webhookHistory: [], syncFiles: [] };
-  // A CLI spawn is slow: one in a short run, one every 400 operations in a long one, the first early.
-  const cliEvery = 400;
+  // A CLI spawn is slow: two in a short run, one every 400 operations in a long one, the first early.
+  const cliEvery = Math.min(400, Math.floor(operationCount / 2));
   let total = 0;
   let nextCli = Math.min(40, Math.floor(operationCount / 3));
+  let cliTurn = 0;
   while (total < operationCount) {
     const advanceMs = random.chance(0.1) ? random.int(DAY_MS, 3 * DAY_MS) : random.int(1_000, 6 * HOUR_MS);
     model.advance(advanceMs);
     let operations: Operation[];
     if (total >= nextCli) {
-      operations = [syncOperation(state, 'cli')];
+      // The CLI's turns alternate between a sync file and an event import.
+      operations = [cliTurn++ % 2 === 0 ? syncOperation(state, 'cli') : eventBatch(state, 'cli')];
       nextCli += cliEvery;
     } else if (model.campaignsSent.size === 0 && model.liveContacts().length >= 3) {
       operations = [{ kind: 'send-campaign', campaign: `campaign:${++state.counters.campaign}` }];
@@ -130,6 +133,8 @@ function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
       return [...contact(op.email), ...(op.anonymousId ? [[`anonymous:${op.anonymousId}`, true] as Claim] : [])];
     case 'anonymous-visit':
       return [[`anonymous:${op.anonymousId}`, true]];
+    case 'event-batch':
+      return op.emails.flatMap(contact);
     case 'upsert-contact':
       return contact(op.email);
     case 'set-status':
@@ -250,6 +255,12 @@ function syncOperation(state: GeneratorState, via: 'api' | 'cli'): Operation {
   return { kind: 'sync', via, rows };
 }
 
+function eventBatch(state: GeneratorState, via: 'api' | 'cli'): Operation {
+  const emails: string[] = [];
+  for (let i = state.random.int(1, via === 'cli' ? 10 : 4); i > 0; i--) emails.push(email(state));
+  return { kind: 'event-batch', via, emails };
+}
+
 function drawOperation(state: GeneratorState, draw: Draw): Operation {
   const { random, model, counters } = state;
   const statuses: SubscriptionStatus[] = ['subscribed', 'unsubscribed', 'non_subscribed'];
@@ -295,6 +306,8 @@ function drawOperation(state: GeneratorState, draw: Draw): Operation {
     }
     case 'visit':
       return { kind: 'anonymous-visit', anonymousId: `anon${counters.anonymous === 0 || random.chance(0.3) ? ++counters.anonymous : random.int(1, counters.anonymous)}` };
+    case 'eventBatch':
+      return eventBatch(state, 'api');
     case 'upsertContact':
       return { kind: 'upsert-contact', email: email(state), ...(random.chance(0.7) ? { status: random.pick(statuses) } : {}) };
     case 'setStatus': {

@@ -48,6 +48,8 @@ export type Operation =
   | { kind: 'sync'; via: 'api' | 'cli'; rows: SyncRow[] }
   | { kind: 'identify'; email: string; anonymousId?: string }
   | { kind: 'anonymous-visit'; anonymousId: string }
+  /** Visits by email through the batch endpoint or `emk events import` (contacts must exist; never created). */
+  | { kind: 'event-batch'; via: 'api' | 'cli'; emails: string[] }
   | { kind: 'upsert-contact'; email: string; status?: SubscriptionStatus }
   | { kind: 'set-status'; contact: string; status: SubscriptionStatus }
   | { kind: 'erase'; contact: string }
@@ -97,6 +99,8 @@ export function describeOperation(op: Operation): string {
       return `POST /collect/identify email=${op.email} anonymous_id=${op.anonymousId ?? '-'}`;
     case 'anonymous-visit':
       return `POST /collect/event anonymous_id=${op.anonymousId}`;
+    case 'event-batch':
+      return `${op.via === 'api' ? 'POST /events/batch' : 'emk events import'} emails=${op.emails.join(',')}`;
     case 'upsert-contact':
       return `POST /contacts email=${op.email} subscription_status=${op.status ?? '-'}`;
     case 'set-status':

@@ -246,6 +246,13 @@ export class ReferenceModel {
         else this.anonymousVisits.set(op.anonymousId, (this.anonymousVisits.get(op.anonymousId) ?? 0) + 1);
         return;
       }
+      case 'event-batch':
+        // Matched case-insensitively to live contacts; an unknown email is a row error, never a new contact.
+        for (const email of op.emails) {
+          const owner = this.contactOf(email);
+          if (owner !== undefined) this.contacts.get(owner)!.visits++;
+        }
+        return;
       case 'upsert-contact':
         this.ensureContact(op.email, op.status ?? 'non_subscribed', 'api');
         return;
