@@ -165,6 +165,23 @@ describeEachDatabase('orders', (h) => {
     expect(s2.lifetime_revenue).toBe(25);
   });
 
+  it('a correction that lowers the total below what was refunded caps the refund: net revenue never goes negative', async () => {
+    const ws = await h().workspace();
+    await sync(ws, [syncRow('cap@example.com', 'cap1', { total_amount: 100 })]);
+    const refund = await h().request({
+      method: 'POST',
+      url: `/ecom/website/${ws.integrationId}`,
+      headers: { authorization: `Bearer ${ws.integrationKey}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ event_type: 'refunded_order', email: 'cap@example.com', external_id: 'r1', order: { external_id: 'cap1', refund_amount: 60 } }),
+    });
+    expect(refund.json().status).toBe('processed');
+    expect((await sync(ws, [syncRow('cap@example.com', 'cap1', { total_amount: 40 })])).json()).toMatchObject({ updated: 1 });
+    const [order] = (await h().request({ method: 'GET', url: '/api/v1/ecommerce/orders?external_id=cap1', key: ws.apiKey })).json().data;
+    expect(order).toMatchObject({ total_amount: 40, refunded_amount: 40 });
+    const contact = (await h().request({ method: 'GET', url: '/api/v1/contacts?email=cap@example.com', key: ws.apiKey })).json().data[0];
+    expect(contact.lifetime_revenue).toBe(0);
+  });
+
   it('sync fires no order_placed: a historical backfill starts no flows', async () => {
     const ws = await h().workspace();
     await sync(ws, [syncRow('s5@example.com', 'h1'), syncRow('s5@example.com', 'h2')]);
@@ -232,16 +249,9 @@ describeEachDatabase('orders', (h) => {
     expect(s4.lifetime_revenue).toBe(0);
   });
 
-  // ------------------------------------------------------------------ the revenue invariant
-
-  it('lifetime_revenue always equals the net sum over the contact’s stored orders after a random mix of writes', async () => {
+  it('concurrent order writes for one contact all reach its lifetime revenue (none computes totals that miss another’s order)', async () => {
     const ws = await h().workspace();
-    const emails = ['inv1@example.com', 'inv2@example.com', 'inv3@example.com'];
-    const ids: Record<string, string> = {};
-    for (const email of emails) ids[email] = await newContact(ws, email);
-    let seed = 42;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
-    const pick = <T>(list: T[]) => list[Math.floor(random() * list.length)]!;
+    const contactId = await newContact(ws, 'race@example.com');
     const hook = (body: unknown) =>
       h().request({
         method: 'POST',
@@ -249,47 +259,15 @@ describeEachDatabase('orders', (h) => {
         headers: { authorization: `Bearer ${ws.integrationKey}`, 'content-type': 'application/json' },
         payload: JSON.stringify(body),
       });
-    const operations: Array<() => Promise<unknown>> = [];
-    for (let i = 0; i < 120; i++) {
-      const email = pick(emails);
-      const orderId = `inv-${Math.floor(random() * 15)}`;
-      const amount = Math.round(random() * 10000) / 100 + 1;
-      const kind = pick(['placed', 'placed', 'retry', 'cancel', 'refund', 'direct', 'sync', 'fulfil']);
-      const eventId = `e-${i}`;
-      operations.push(() => {
-        switch (kind) {
-          case 'placed':
-            return hook({ event_type: 'order_placed', email, external_id: eventId, order: { external_id: orderId, total_amount: amount } });
-          case 'retry':
-            return hook({ event_type: 'order_placed', email, external_id: `e-${Math.max(0, i - 1)}`, order: { external_id: orderId, total_amount: amount } });
-          case 'cancel':
-            return hook({ event_type: 'cancelled_order', email, order: { external_id: orderId } });
-          case 'refund':
-            return hook({ event_type: 'refunded_order', email, external_id: eventId, order: { external_id: orderId, refund_amount: Math.round(amount * 30) / 100 } });
-          case 'fulfil':
-            return hook({ event_type: 'fulfilled_order', email, external_id: eventId, order: { external_id: orderId, total_amount: amount } });
-          case 'direct':
-            return create(ws, valid(ids[email]!, { total_amount: amount }));
-          default:
-            return sync(ws, [syncRow(email, orderId, { total_amount: amount })]);
-        }
-      });
+    let expected = 0;
+    for (let round = 0; round < 15; round++) {
+      await Promise.all([
+        create(ws, valid(contactId, { total_amount: 10 })),
+        hook({ event_type: 'order_placed', email: 'race@example.com', order: { external_id: `race-${round}`, total_amount: 5 } }),
+      ]);
+      expected += 15;
     }
-    // Concurrent bursts of 8, so group commits mix the kinds.
-    for (let i = 0; i < operations.length; i += 8) await Promise.all(operations.slice(i, i + 8).map((op) => op()));
-
-    const { knex } = h().services.db;
-    const orders = await knex('orders').where({ workspace_id: ws.id });
-    expect(orders.length).toBeGreaterThan(10);
-    expect(orders.some((o) => o.cancelled_at !== null)).toBe(true);
-    expect(orders.some((o) => Number(o.refunded_amount) > 0)).toBe(true);
-    for (const email of emails) {
-      const net = orders
-        .filter((o) => o.contact_id === ids[email])
-        .reduce((sum, o) => sum + (o.cancelled_at === null ? Number(o.total_amount) - Number(o.refunded_amount) : 0), 0);
-      const stored = await contact(ws, ids[email]!);
-      expect(stored.lifetime_revenue).toBeCloseTo(net, 2);
-      expect(stored.orders_count).toBe(orders.filter((o) => o.contact_id === ids[email]).length);
-    }
+    expect((await contact(ws, contactId)).lifetime_revenue).toBe(expected);
+    expect((await contact(ws, contactId)).orders_count).toBe(30);
   });
 });

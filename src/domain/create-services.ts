@@ -253,6 +253,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     identityTokens,
     attribution,
     events,
+    clock,
   });
   const messages = createMessageService({
     knex,

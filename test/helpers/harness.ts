@@ -18,15 +18,16 @@ export const NO_LIMITS: Record<string, string> = {
 };
 
 /**
- * The clock of the harness's caches and rate-limit windows, moved by hand: it starts frozen 30 s into the
- * current minute (a window never turns in the middle of a test) and moves only when a test advances it.
+ * The clock of the harness's services (caches, rate-limit windows, engagement times), moved by hand: it starts
+ * frozen 30 s into the previous minute (a window never turns in the middle of a test, and it never runs ahead of
+ * the wall clock that stamps orders sent without `ordered_at`) and moves only when a test advances it.
  */
 export interface ManualClock {
   (): number;
   advance(ms: number): void;
 }
 
-export function manualClock(start = Date.now() - (Date.now() % 60_000) + 30_000): ManualClock {
+export function manualClock(start = Date.now() - (Date.now() % 60_000) - 30_000): ManualClock {
   let now = start;
   return Object.assign(() => now, { advance: (ms: number) => void (now += ms) });
 }

@@ -130,12 +130,12 @@ export function createOrderUpsert(deps: {
       patch.order_number_key = orderNumberKey(f.order_number);
     }
     if (change.kind === 'cancelled' && row.cancelled_at === null) patch.cancelled_at = change.at;
-    if (change.kind === 'refunded') {
-      const refunded =
-        f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total);
-      const capped = Math.min(Math.max(refunded, 0), total);
-      if (capped !== row.refunded_amount) patch.refunded_amount = capped;
-    }
+    // What was refunded never exceeds the total, also when a correction lowers the total below it.
+    const refunded =
+      change.kind !== 'refunded' ? row.refunded_amount
+      : (f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total));
+    const capped = Math.min(Math.max(refunded, 0), total);
+    if (capped !== row.refunded_amount) patch.refunded_amount = capped;
     // The merchant's status is stored as sent; cancellation and refunds live in their own fields.
     if (f.status !== undefined && f.status !== row.status) patch.status = f.status;
     const itemsChanged = f.items !== undefined && !sameItems(f.items, storedItems);

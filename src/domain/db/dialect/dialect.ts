@@ -73,6 +73,8 @@ export interface Dialect {
   readNullableNumber(value: unknown): number | null;
   /** What a driver error means, or null for anything else (a bug: it stays a 500). */
   driverFault(error: unknown): DriverFault | null;
+  /** The database locks rows (PostgreSQL); SQLite's one writer holds the whole database, so a lock read is wasted. */
+  readonly rowLocks: boolean;
   /** Locks the selected rows until the transaction ends where the database has row locks. */
   forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
   /**

@@ -159,6 +159,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     },
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
+    rowLocks: true,
     literal: postgresLiteral,
     jsonRecordset: 'json_populate_recordset(NULL::??, ?::json)',
   };

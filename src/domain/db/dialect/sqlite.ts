@@ -216,6 +216,7 @@ export function sqliteDialect(filename: string): Dialect {
     analyzeAfterBulkLoad: async () => {},
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
+    rowLocks: false,
     literal: sqliteLiteral,
     jsonRecordset: null,
   };

@@ -1,0 +1,387 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { inject } from 'vitest';
+import { runDueJobs, workerOptionsFor } from '../../src/worker/worker.js';
+import { runEmk } from '../helpers/cli.js';
+import type { Harness, TestWorkspace } from '../helpers/harness.js';
+import type { Burst, Operation, SyncRow } from './operations.js';
+import { FLOWS, VISIT_EVENT, emailKey } from './reference-model.js';
+import { directOrderLine, reportWindows, revenueLine, type ContactView, type OrderView, type Snapshot } from './snapshot.js';
+
+const PER_PAGE = 500;
+const LINK = 'https://shop.test/spring';
+const cents = (amount: unknown) => Math.round(Number(amount) * 100);
+
+interface SentMessage {
+  id: string;
+  openPath: string;
+  clickPath: string;
+}
+
+/**
+ * Applies the model's operations to a real emk through its HTTP routes (fastify inject) and its CLI, and reads
+ * back what the model predicts. It keeps only the mapping from symbols to emk's ids, never emk's answers as truth.
+ */
+export class EmkDriver {
+  /** Requests that failed (5xx, or an answer no rule allows): each is a discrepancy too. */
+  readonly problems: string[] = [];
+  private readonly contactIds = new Map<string, string>();
+  private readonly contactKeys = new Map<string, string>();
+  private readonly generations = new Map<string, number>();
+  private readonly senderIds = new Map<string, string>();
+  private readonly senderNames = new Map<string, string>();
+  private readonly messages = new Map<string, SentMessage>();
+  private readonly knownMessageIds = new Set<string>();
+  private readonly tokens = new Map<string, string>();
+  private readonly sent = new Set<string>();
+  private readonly tmpDir: string;
+  private cliFiles = 0;
+
+  private constructor(
+    private readonly h: Harness,
+    private readonly ws: TestWorkspace,
+    /** emk's clock at the run's start: model time 0. */
+    private readonly start: number,
+  ) {
+    this.tmpDir = mkdtempSync(join(inject('tmpDir'), 'model-'));
+  }
+
+  static async create(h: Harness): Promise<EmkDriver> {
+    const driver = new EmkDriver(h, await h.workspace('Model shop'), h.clock());
+    for (const [name, flow] of Object.entries(FLOWS)) {
+      const reply = await driver.api('POST', '/flows', {
+        name,
+        status: 'live',
+        trigger: { type: 'event', event_name: flow.event },
+        steps: [{ type: 'email', subject: 'Hello', html: `<p>Hi</p><a href="${LINK}">Shop</a>` }],
+        message_type: flow.marketing ? 'marketing' : 'transactional',
+      });
+      if (reply.statusCode !== 201) throw new Error(`flow: ${reply.body}`);
+      driver.senderIds.set(name, reply.json().id);
+      driver.senderNames.set(reply.json().id, name);
+    }
+    return driver;
+  }
+
+  private iso = (at: number) => new Date(this.start + at).toISOString();
+
+  private api(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, json?: unknown) {
+    return this.h.request({ method, url: `/api/v1${url}`, key: this.ws.apiKey, ...(json === undefined ? {} : { json }) });
+  }
+
+  /** Every record of a management list. */
+  private async all(url: string): Promise<Array<Record<string, any>>> {
+    const out: Array<Record<string, any>> = [];
+    for (let page = 1; ; page++) {
+      const reply = await this.api('GET', `${url}${url.includes('?') ? '&' : '?'}perPage=${PER_PAGE}&page=${page}`);
+      if (reply.statusCode !== 200) throw new Error(`GET ${url}: ${reply.statusCode} ${reply.body}`);
+      const { data, meta } = reply.json();
+      out.push(...data);
+      if (data.length < PER_PAGE || out.length >= meta.total) return out;
+    }
+  }
+
+  private expect(what: string, status: number, allowed: number[], body: string) {
+    if (!allowed.includes(status)) this.problems.push(`${what} answered ${status}: ${body.slice(0, 300)}`);
+  }
+
+  /** The model key of an emk contact id; a contact id seen for the first time is the next generation of its email. */
+  private keyOf(id: string, email: string): string {
+    const known = this.contactKeys.get(id);
+    if (known) return known;
+    const k = emailKey(email);
+    const generation = (this.generations.get(k) ?? 0) + 1;
+    this.generations.set(k, generation);
+    const key = `${k}#${generation}`;
+    this.contactIds.set(key, id);
+    this.contactKeys.set(id, key);
+    return key;
+  }
+
+  /** Learns the ids of the contacts these addresses name now. */
+  private async learnContacts(emails: string[]): Promise<void> {
+    for (const address of new Set(emails.map(emailKey))) {
+      const reply = await this.api('GET', `/contacts?email=${encodeURIComponent(address)}`);
+      for (const c of reply.json().data ?? []) this.keyOf(c.id, c.email);
+    }
+  }
+
+  async run(burst: Burst): Promise<void> {
+    this.h.clock.advance(burst.advanceMs);
+    await Promise.all(burst.operations.map((op) => this.apply(op)));
+    const ops = burst.operations;
+    if (ops.some((op) => op.kind === 'send-campaign' || op.kind === 'flow-trigger')) {
+      await runDueJobs(workerOptionsFor(this.h.services, { onFailure: (job, error) => this.problems.push(`job ${job.kind}: ${String(error)}`), pollMs: 20 }));
+      for (const op of ops) {
+        if (op.kind === 'send-campaign') await this.learnMessages(op.campaign, `campaign_id=${this.senderIds.get(op.campaign)}`);
+        if (op.kind === 'flow-trigger' && this.contactIds.has(op.contact)) {
+          await this.learnMessages(op.flow, `flow_id=${this.senderIds.get(op.flow)}&contact_id=${this.contactIds.get(op.contact)}`);
+        }
+      }
+    }
+    await this.learnContacts(ops.flatMap(emailsOf));
+  }
+
+  /** Names new messages `<sender>/<contact key>/<n>`, in the order they were created. */
+  private async learnMessages(sender: string, query: string): Promise<void> {
+    const fresh = (await this.all(`/messages?${query}`)).filter((m) => !this.knownMessageIds.has(m.id));
+    fresh.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : a.id < b.id ? -1 : 1));
+    for (const m of fresh) {
+      this.knownMessageIds.add(m.id);
+      const contact = this.contactKeys.get(m.contact_id) ?? `unknown:${m.contact_id}`;
+      let n = 1;
+      while (this.messages.has(`${sender}/${contact}/${n}`)) n++;
+      const path = (pattern: RegExp) => new URL(pattern.exec(m.html)![1]!.replace(/&amp;/g, '&')).pathname;
+      this.messages.set(`${sender}/${contact}/${n}`, { id: m.id, openPath: path(/<img src="([^"]+\/t\/o\/[^"]+)"/), clickPath: path(/href="([^"]+\/t\/c\/[^"]+)"/) });
+    }
+  }
+
+  private webhookBody(op: Extract<Operation, { kind: 'webhook-order' }>): Record<string, unknown> {
+    const o = op.order;
+    const body: Record<string, unknown> = { event_type: op.eventType };
+    if (op.email !== undefined) body.email = op.email;
+    if (op.token !== undefined) body.identity_token = this.tokens.get(op.token) ?? 'forged-token-that-is-not-ours';
+    if (op.eventId !== undefined) body[op.idField ?? 'external_id'] = op.eventId;
+    if (o === null) return body;
+    const order: Record<string, unknown> = { external_id: o.externalId };
+    if (o.total !== undefined) order.total_amount = o.total / 100;
+    if (o.currency !== undefined) order.currency = o.currency;
+    if (o.status !== undefined) order.status = o.status;
+    if (o.orderedAt !== undefined) order.ordered_at = o.plainTime ? this.iso(o.orderedAt).slice(0, 19).replace('T', ' ') : this.iso(o.orderedAt);
+    if (o.refundAmount !== undefined) order.refund_amount = o.refundAmount / 100;
+    if (o.refundedAmount !== undefined) order.refunded_amount = o.refundedAmount / 100;
+    body.order = order;
+    return body;
+  }
+
+  private async webhook(body: Record<string, unknown>): Promise<void> {
+    const reply = await this.h.request({
+      method: 'POST',
+      url: `/ecom/website/${this.ws.integrationId}`,
+      headers: { authorization: `Bearer ${this.ws.integrationKey}` },
+      json: body,
+    });
+    this.expect(`webhook ${body.event_type}`, reply.statusCode, [200], reply.body);
+  }
+
+  private syncRow = (row: SyncRow) => ({
+    email: row.email,
+    external_id: row.externalId,
+    order_number: row.externalId,
+    total_amount: row.total / 100,
+    currency: row.currency,
+    status: row.status,
+    ordered_at: this.iso(row.orderedAt),
+  });
+
+  /** A sync row may only be refused for the contact limit (the model then stores nothing for it). */
+  private syncErrors(errors: Array<{ error: string }>) {
+    const unexpected = errors.filter((e) => e.error !== 'contact limit reached');
+    if (unexpected.length > 0) this.problems.push(`sync errors: ${JSON.stringify(unexpected)}`);
+  }
+
+  private async apply(op: Operation): Promise<void> {
+    switch (op.kind) {
+      case 'webhook-order':
+        return this.webhook(this.webhookBody(op));
+      case 'webhook-customer':
+        return this.webhook({ event_type: 'customer_updated', email: op.email, external_id: op.eventId, properties: { seen: true } });
+      case 'direct-order': {
+        const id = this.contactIds.get(op.contact) ?? 'no-such-contact';
+        const reply = await this.api('POST', '/ecommerce/orders', {
+          contact_id: id,
+          platform: 'pos',
+          order_number: 'D',
+          total_amount: op.total / 100,
+          currency: op.currency,
+          status: 'paid',
+          ordered_at: this.iso(op.orderedAt),
+          ...(op.externalId ? { external_id: op.externalId } : {}),
+        });
+        this.expect('direct order', reply.statusCode, [201, 404], reply.body);
+        return;
+      }
+      case 'sync': {
+        if (op.via === 'api') {
+          const reply = await this.api('POST', '/ecommerce/sync-historical-orders', { orders: op.rows.map(this.syncRow) });
+          this.expect('sync', reply.statusCode, [200], reply.body);
+          if (reply.statusCode === 200) this.syncErrors(reply.json().errors);
+          return;
+        }
+        const file = join(this.tmpDir, `sync-${++this.cliFiles}.jsonl`);
+        writeFileSync(file, op.rows.map((row) => JSON.stringify(this.syncRow(row))).join('\n') + '\n');
+        const result = await runEmk(['sync-orders', '--db', this.h.database.url, '--workspace', this.ws.id, '--file', file, '--json', '--no-migrate']);
+        if (result.code !== 0) this.problems.push(`emk sync-orders exited ${result.code}: ${result.stderr.slice(0, 300)}`);
+        else this.syncErrors(JSON.parse(result.stdout).errors);
+        return;
+      }
+      case 'identify': {
+        const reply = await this.h.request({ method: 'POST', url: '/collect/identify', json: { site_id: this.ws.siteId, email: op.email, ...(op.anonymousId ? { anonymous_id: op.anonymousId } : {}) } });
+        this.expect('identify', reply.statusCode, [200, 403], reply.body);
+        return;
+      }
+      case 'anonymous-visit': {
+        const reply = await this.h.request({ method: 'POST', url: '/collect/event', json: { site_id: this.ws.siteId, event_name: VISIT_EVENT, anonymous_id: op.anonymousId } });
+        this.expect('collect event', reply.statusCode, [200], reply.body);
+        return;
+      }
+      case 'event-batch': {
+        const rows = op.emails.map((email) => ({ email, event_name: VISIT_EVENT }));
+        if (op.via === 'api') {
+          const reply = await this.api('POST', '/events/batch', { events: rows });
+          this.expect('POST /events/batch', reply.statusCode, [200], reply.body);
+          return;
+        }
+        const file = join(this.tmpDir, `events-${++this.cliFiles}.jsonl`);
+        writeFileSync(file, rows.map((row) => JSON.stringify(row)).join('\n') + '\n');
+        const result = await runEmk(['events', 'import', '--db', this.h.database.url, '--workspace', this.ws.id, '--file', file, '--json', '--no-migrate']);
+        if (result.code !== 0) this.problems.push(`emk events import exited ${result.code}: ${result.stderr.slice(0, 300)}`);
+        return;
+      }
+      case 'upsert-contact': {
+        const reply = await this.api('POST', '/contacts', { email: op.email, ...(op.status ? { subscription_status: op.status } : {}) });
+        this.expect('POST /contacts', reply.statusCode, [200, 201, 403], reply.body);
+        return;
+      }
+      case 'set-status': {
+        const reply = await this.api('PATCH', `/contacts/${this.contactIds.get(op.contact) ?? 'no-such-contact'}`, { subscription_status: op.status });
+        this.expect('PATCH /contacts', reply.statusCode, [200, 404], reply.body);
+        return;
+      }
+      case 'erase': {
+        const id = this.contactIds.get(op.contact);
+        if (id === undefined) return void this.problems.push(`erase: emk has no contact ${op.contact}`);
+        const reply = await this.api('DELETE', `/contacts/${id}`);
+        this.expect('DELETE /contacts', reply.statusCode, [204], reply.body);
+        return;
+      }
+      case 'send-campaign': {
+        const created = await this.api('POST', '/campaigns', { name: op.campaign, subject: 'Sale', html: `<p>Sale</p><a href="${LINK}">Shop</a>` });
+        if (created.statusCode !== 201) return void this.problems.push(`campaign: ${created.body}`);
+        this.senderIds.set(op.campaign, created.json().id);
+        this.senderNames.set(created.json().id, op.campaign);
+        this.sent.add(op.campaign);
+        const send = await this.api('POST', `/campaigns/${created.json().id}/send`);
+        this.expect('campaign send', send.statusCode, [200, 202], send.body);
+        return;
+      }
+      case 'flow-trigger': {
+        const reply = await this.api('POST', '/events', {
+          contact_id: this.contactIds.get(op.contact) ?? 'no-such-contact',
+          event_name: FLOWS[op.flow as keyof typeof FLOWS].event,
+        });
+        this.expect('POST /events', reply.statusCode, [201, 404], reply.body);
+        return;
+      }
+      case 'open':
+      case 'click': {
+        const message = this.messages.get(op.message);
+        // A message emk never sent: the recipients comparison tells why.
+        if (!message) return;
+        const reply = await this.h.request({ method: 'GET', url: op.kind === 'open' ? message.openPath : message.clickPath });
+        this.expect(op.kind, reply.statusCode, op.kind === 'open' ? [200] : [302], reply.body);
+        if (op.kind === 'click') {
+          const token = new URL(String(reply.headers.location)).searchParams.get('_ir_id');
+          if (token) this.tokens.set(op.message, token);
+        }
+        return;
+      }
+      case 'windows': {
+        const reply = await this.api('PATCH', '/settings', { click_window_days: op.clickDays, open_window_days: op.openDays });
+        this.expect('PATCH /settings', reply.statusCode, [200], reply.body);
+        return;
+      }
+      case 'contact-limit': {
+        const reply = await this.api('PATCH', '/settings', { contact_limit: op.limit });
+        this.expect('PATCH /settings', reply.statusCode, [200], reply.body);
+        return;
+      }
+    }
+  }
+
+  /** What emk answers now, in the model's terms. `now`: model time, for the report windows. */
+  async observe(now: number): Promise<Snapshot> {
+    const contacts: Record<string, ContactView> = {};
+    const visits = new Map<string | null, number>();
+    for (const e of await this.all(`/events?event_name=${VISIT_EVENT}`)) visits.set(e.contact_id ?? null, (visits.get(e.contact_id ?? null) ?? 0) + 1);
+    for (const c of await this.all('/contacts')) {
+      contacts[this.keyOf(c.id, c.email)] = {
+        email: c.email,
+        status: c.subscription_status,
+        source: c.source,
+        anonymousIds: [...c.anonymous_ids].sort(),
+        revenue: cents(c.lifetime_revenue),
+        orders: c.orders_count,
+        visits: visits.get(c.id) ?? 0,
+      };
+    }
+    const senderOf = (o: Record<string, any>): string | null => {
+      const id = o.attributed_campaign_id ?? o.attributed_flow_id;
+      return id ? (this.senderNames.get(id) ?? `unknown:${id}`) : null;
+    };
+    const orders: Record<string, OrderView> = {};
+    const directOrders: string[] = [];
+    for (const o of await this.all('/ecommerce/orders')) {
+      const owner = this.contactKeys.get(o.contact_id) ?? `unknown:${o.contact_id}`;
+      const orderedAt = Date.parse(o.ordered_at) - this.start;
+      if (o.platform === 'pos') {
+        directOrders.push(directOrderLine(owner, o.external_id, cents(o.total_amount), o.currency, orderedAt, senderOf(o)));
+        continue;
+      }
+      const view: OrderView = {
+        owner,
+        total: cents(o.total_amount),
+        refunded: cents(o.refunded_amount),
+        cancelled: o.cancelled_at !== null,
+        currency: o.currency,
+        orderedAt,
+        platform: o.platform,
+        credit: senderOf(o),
+      };
+      let key = o.external_id;
+      while (key in orders) key += ' (again)';
+      orders[key] = view;
+    }
+    const senderReports: Snapshot['senderReports'] = {};
+    for (const sender of [...this.sent, ...Object.keys(FLOWS)]) {
+      const path = sender.startsWith('flow:') ? 'flows' : 'campaigns';
+      const report = (await this.api('GET', `/${path}/${this.senderIds.get(sender)}/report`)).json();
+      senderReports[sender] = { orders: report.orders, revenue: cents(report.revenue) };
+    }
+    const revenueReport: string[] = [];
+    for (const w of reportWindows(now)) {
+      const reply = await this.api('GET', `/reports/revenue?from=${encodeURIComponent(this.iso(w.from))}&to=${encodeURIComponent(this.iso(w.to))}`);
+      for (const row of reply.json().data) {
+        const sender = this.senderNames.get(row.campaign_id ?? row.flow_id) ?? `unknown:${row.campaign_id ?? row.flow_id}`;
+        revenueReport.push(revenueLine(w.name, sender, row.currency, row.orders, cents(row.revenue)));
+      }
+    }
+    const recipients: Snapshot['recipients'] = {};
+    for (const campaign of this.sent) recipients[campaign] = (await this.api('GET', `/campaigns/${this.senderIds.get(campaign)}`)).json().recipients;
+    return {
+      contacts,
+      orders,
+      directOrders: directOrders.sort(),
+      senderReports,
+      revenueReport: revenueReport.sort(),
+      recipients,
+      anonymousVisits: visits.get(null) ?? 0,
+    };
+  }
+}
+
+/** The addresses an operation names (their contacts may be new). */
+function emailsOf(op: Operation): string[] {
+  switch (op.kind) {
+    case 'webhook-order':
+      return op.email !== undefined && op.order !== null && op.order.externalId !== '' ? [op.email] : [];
+    case 'webhook-customer':
+    case 'identify':
+    case 'upsert-contact':
+      return [op.email];
+    case 'sync':
+      return op.rows.map((row) => row.email);
+    default:
+      return [];
+  }
+}

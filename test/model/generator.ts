@@ -1,0 +1,341 @@
+import { DAY_MS, type Burst, type OrderEventType, type Operation, type SubscriptionStatus, type SyncRow, type WebhookOrder } from './operations.js';
+import { seededRandom, type Random } from './random.js';
+import { FLOWS, ReferenceModel, emailKey } from './reference-model.js';
+
+const HOUR_MS = 3_600_000;
+const MAX_BURST = 8;
+
+/** How often each kind of operation is drawn. */
+const WEIGHTS = {
+  placed: 14,
+  fulfilled: 5,
+  cancelled: 4,
+  refunded: 7,
+  retry: 5,
+  tokenOrder: 3,
+  noOrder: 1,
+  customer: 2,
+  direct: 6,
+  syncApi: 4,
+  identify: 5,
+  visit: 4,
+  eventBatch: 3,
+  upsertContact: 3,
+  setStatus: 3,
+  erase: 1.2,
+  campaign: 0.8,
+  flowTrigger: 5,
+  open: 9,
+  click: 8,
+  windows: 0.4,
+  contactLimit: 0.4,
+  syncCli: 0.4,
+};
+type Draw = keyof typeof WEIGHTS;
+
+/** Operations that run alone: they read or change what every other operation depends on. */
+const SOLO = new Set<Operation['kind']>(['send-campaign', 'windows', 'contact-limit']);
+
+/**
+ * The seeded operation sequence: bursts of operations whose effects do not depend on the order they are applied
+ * in (each one declares what it touches; a burst never holds two that conflict, except exact retries of one
+ * request, which must converge), so the model can apply a burst in list order while emk applies it concurrently.
+ */
+export function generateBursts(seed: number, operationCount: number): Burst[] {
+  const random = seededRandom(seed);
+  const model = new ReferenceModel();
+  const bursts: Burst[] = [];
+  const state: GeneratorState = { random, model, counters: { email: 0, order: 0, event: 0, anonymous: 0, campaign: 0 }, webhookHistory: [], syncFiles: [] };
+  // A CLI spawn is slow: two in a short run, one every 400 operations in a long one, the first early.
+  const cliEvery = Math.min(400, Math.floor(operationCount / 2));
+  let total = 0;
+  let nextCli = Math.min(40, Math.floor(operationCount / 3));
+  let cliTurn = 0;
+  while (total < operationCount) {
+    const advanceMs = random.chance(0.1) ? random.int(DAY_MS, 3 * DAY_MS) : random.int(1_000, 6 * HOUR_MS);
+    model.advance(advanceMs);
+    let operations: Operation[];
+    if (total >= nextCli) {
+      // The CLI's turns alternate between a sync file and an event import.
+      operations = [cliTurn++ % 2 === 0 ? syncOperation(state, 'cli') : eventBatch(state, 'cli')];
+      nextCli += cliEvery;
+    } else if (model.campaignsSent.size === 0 && model.liveContacts().length >= 3) {
+      operations = [{ kind: 'send-campaign', campaign: `campaign:${++state.counters.campaign}` }];
+    } else {
+      operations = burstOperations(state, random.chance(0.4) ? 1 : random.int(2, MAX_BURST));
+    }
+    for (const op of operations) model.apply(op);
+    bursts.push({ advanceMs, operations });
+    total += operations.length;
+  }
+  return bursts;
+}
+
+interface GeneratorState {
+  random: Random;
+  /** The model as of the burst being drawn (bursts are applied to it as they are made). */
+  model: ReferenceModel;
+  counters: { email: number; order: number; event: number; anonymous: number; campaign: number };
+  /** Recent webhook order requests, for retries in later bursts. */
+  webhookHistory: Operation[];
+  /** Rows of earlier syncs, for re-runs (with corrections). */
+  syncFiles: SyncRow[][];
+}
+
+type Claim = [resource: string, exclusive: boolean];
+
+function burstOperations(state: GeneratorState, size: number): Operation[] {
+  const { random } = state;
+  const operations: Operation[] = [];
+  const claims = new Map<string, boolean>();
+  for (let attempt = 0; operations.length < size && attempt < size * 4; attempt++) {
+    const op = drawOperation(state, random.weighted(WEIGHTS));
+    if (SOLO.has(op.kind)) {
+      if (operations.length === 0) return [op];
+      continue;
+    }
+    const wanted = claimsOf(state.model, op);
+    if (wanted.some(([resource, exclusive]) => claims.has(resource) && (exclusive || claims.get(resource)))) continue;
+    for (const [resource, exclusive] of wanted) claims.set(resource, (claims.get(resource) ?? false) || exclusive);
+    operations.push(op);
+    // A concurrent retry of the very same request: the copies must converge whatever the order.
+    if (['webhook-order', 'direct-order', 'sync'].includes(op.kind) && random.chance(0.12)) operations.push(op);
+  }
+  return operations;
+}
+
+/** What an operation touches, exclusively or shared, judged against the state before its burst. */
+function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
+  const contact = (email: string): Claim[] => {
+    const k = emailKey(email);
+    const isNew = model.contactOf(email) === undefined;
+    // Under a contact limit, which new contact takes the last place depends on arrival: one creator a burst.
+    const limited: Claim[] = isNew && model.contactLimit !== null ? [['new-contact', true]] : [];
+    return [[`contact:${k}`, isNew], [`touches:${k}`, false], ...limited];
+  };
+  const ofKey = (key: string) => key.slice(0, key.lastIndexOf('#'));
+  switch (op.kind) {
+    case 'webhook-order': {
+      const out: Claim[] = [[`retry:${op.eventType}|${op.eventId ?? op.order?.externalId ?? ''}`, true]];
+      if (op.order && op.order.externalId !== '') out.push([`order:${op.order.externalId}`, true]);
+      if (op.email !== undefined) out.push(...contact(op.email));
+      const named = op.token === undefined ? undefined : model.tokens.get(op.token);
+      if (named !== undefined) out.push([`contact:${ofKey(named)}`, false], [`touches:${ofKey(named)}`, false]);
+      return out;
+    }
+    case 'webhook-customer':
+      return [[`retry:customer_updated|${op.eventId}`, true], ...contact(op.email)];
+    case 'direct-order':
+      return [[`contact:${ofKey(op.contact)}`, false]];
+    case 'sync':
+      return op.rows.flatMap((row): Claim[] => [[`order:${row.externalId}`, true], ...contact(row.email)]);
+    case 'identify':
+      return [...contact(op.email), ...(op.anonymousId ? [[`anonymous:${op.anonymousId}`, true] as Claim] : [])];
+    case 'anonymous-visit':
+      return [[`anonymous:${op.anonymousId}`, true]];
+    case 'event-batch':
+      return op.emails.flatMap(contact);
+    case 'upsert-contact':
+      return contact(op.email);
+    case 'set-status':
+      return [[`contact:${ofKey(op.contact)}`, true]];
+    case 'erase':
+      // Under a contact limit an erasure frees a place: it must not race a new contact for it.
+      return [[`contact:${ofKey(op.contact)}`, true], ...(model.contactLimit !== null ? [['new-contact', true] as Claim] : [])];
+    case 'flow-trigger':
+      return [[`contact:${ofKey(op.contact)}`, false]];
+    case 'open':
+    case 'click': {
+      // An engagement and an order of the same contact in one burst would race over attribution.
+      const to = model.messages.get(op.message)?.contact;
+      return to === undefined ? [] : [[`contact:${ofKey(to)}`, false], [`touches:${ofKey(to)}`, true]];
+    }
+    case 'send-campaign':
+    case 'windows':
+    case 'contact-limit':
+      return [];
+  }
+}
+
+/** An address of the run, new or known (possibly erased), in a random letter case. */
+function email(state: GeneratorState, fresh = false): string {
+  const { random, counters } = state;
+  const n = fresh || counters.email === 0 || random.chance(0.15) ? ++counters.email : random.int(1, counters.email);
+  const plain = `buyer${n}@model.test`;
+  if (!random.chance(0.3)) return plain;
+  return [...plain].map((ch) => (random.chance(0.5) ? ch.toUpperCase() : ch)).join('');
+}
+
+const cents = (random: Random) => random.int(100, 30_000);
+const currency = (random: Random) => (random.chance(0.1) ? 'EUR' : 'USD');
+
+/** When a new order was placed: mostly in the last days, sometimes ahead of the clock, sometimes right on a window's edge. */
+function orderedAt(state: GeneratorState, owner: string | undefined): number {
+  const { random, model } = state;
+  const touches = owner === undefined ? [] : model.engagementsOf(owner);
+  const roll = random.next();
+  if (roll < 0.25 && touches.length > 0) {
+    const touch = random.pick(touches);
+    const days = random.chance(0.5) ? model.clickDays : model.openDays;
+    return touch.at + days * DAY_MS + random.pick([-1, 0, 0, 1]);
+  }
+  if (roll < 0.35) return model.now + random.int(1, DAY_MS);
+  if (roll < 0.5) return model.now - random.int(2 * DAY_MS, 8 * DAY_MS);
+  return model.now - random.int(0, 2 * DAY_MS);
+}
+
+function existingOrder(state: GeneratorState): string | null {
+  const ids = [...state.model.orders.keys()];
+  return ids.length === 0 ? null : state.random.pick(ids);
+}
+
+function eventId(state: GeneratorState): { eventId?: string | number; idField?: 'external_id' | 'id' } {
+  const { random, counters } = state;
+  const roll = random.next();
+  if (roll < 0.2) return {}; // the order's id is the retry key
+  if (roll < 0.3) return { eventId: 1000 + ++counters.event };
+  return { eventId: `e${++counters.event}`, ...(random.chance(0.15) ? { idField: 'id' as const } : {}) };
+}
+
+function webhookOrder(state: GeneratorState, eventType: OrderEventType, owner: { email?: string; token?: string }): Operation {
+  const { random, model, counters } = state;
+  const known = eventType === 'order_placed' ? (random.chance(0.3) ? existingOrder(state) : null) : random.chance(0.85) ? existingOrder(state) : null;
+  const externalId = known ?? `o${++counters.order}`;
+  const isNew = !model.orders.has(externalId);
+  const ownerKey = owner.email !== undefined ? model.contactOf(owner.email) : owner.token !== undefined ? model.tokens.get(owner.token) : undefined;
+  const order: WebhookOrder = { externalId, status: eventType };
+  if (eventType === 'order_placed' || isNew ? eventType !== 'cancelled_order' || random.chance(0.8) : random.chance(0.4)) {
+    order.total = cents(random);
+    order.currency = currency(random);
+  }
+  if (isNew || random.chance(0.3)) {
+    const at = orderedAt(state, ownerKey);
+    if (random.chance(0.1)) {
+      order.orderedAt = Math.floor(at / 1000) * 1000;
+      order.plainTime = true;
+    } else order.orderedAt = at;
+  }
+  if (eventType === 'refunded_order') {
+    const base = order.total ?? model.orders.get(externalId)?.total ?? 10_000;
+    const roll = random.next();
+    if (roll < 0.45) order.refundAmount = random.int(1, Math.max(1, Math.floor(base / 2)));
+    else if (roll < 0.8) order.refundedAmount = random.int(0, base + 500);
+  }
+  return { kind: 'webhook-order', eventType, ...owner, ...eventId(state), order };
+}
+
+function pickLiveContact(state: GeneratorState): string | null {
+  const live = state.model.liveContacts();
+  return live.length === 0 ? null : state.random.pick(live).key;
+}
+
+/** Any contact the run has made, erased ones too (their requests must change nothing). */
+function pickAnyContact(state: GeneratorState): string | null {
+  const all = [...state.model.contacts.keys()];
+  if (all.length === 0) return null;
+  return state.random.chance(0.9) ? (pickLiveContact(state) ?? state.random.pick(all)) : state.random.pick(all);
+}
+
+function syncOperation(state: GeneratorState, via: 'api' | 'cli'): Operation {
+  const { random, model, counters } = state;
+  if (state.syncFiles.length > 0 && random.chance(0.4)) {
+    // A re-run of an earlier file, with some totals corrected.
+    const rows = random.pick(state.syncFiles).map((row) => (random.chance(0.3) ? { ...row, total: cents(random) } : row));
+    return { kind: 'sync', via, rows };
+  }
+  const rows: SyncRow[] = [];
+  const count = via === 'cli' ? random.int(3, 12) : random.int(1, 5);
+  for (let i = 0; i < count; i++) {
+    const externalId = random.chance(0.3) ? (existingOrder(state) ?? `o${++counters.order}`) : `o${++counters.order}`;
+    if (rows.some((r) => r.externalId === externalId)) continue;
+    const address = email(state);
+    rows.push({ email: address, externalId, total: cents(random), currency: currency(random), status: 'paid', orderedAt: orderedAt(state, model.contactOf(address)) });
+  }
+  state.syncFiles.push(rows);
+  return { kind: 'sync', via, rows };
+}
+
+function eventBatch(state: GeneratorState, via: 'api' | 'cli'): Operation {
+  const emails: string[] = [];
+  for (let i = state.random.int(1, via === 'cli' ? 10 : 4); i > 0; i--) emails.push(email(state));
+  return { kind: 'event-batch', via, emails };
+}
+
+function drawOperation(state: GeneratorState, draw: Draw): Operation {
+  const { random, model, counters } = state;
+  const statuses: SubscriptionStatus[] = ['subscribed', 'unsubscribed', 'non_subscribed'];
+  switch (draw) {
+    case 'placed':
+    case 'fulfilled':
+    case 'cancelled':
+    case 'refunded': {
+      const eventType = ({ placed: 'order_placed', fulfilled: 'fulfilled_order', cancelled: 'cancelled_order', refunded: 'refunded_order' } as const)[draw];
+      const op = webhookOrder(state, eventType, { email: email(state) });
+      state.webhookHistory.push(op);
+      if (state.webhookHistory.length > 50) state.webhookHistory.shift();
+      return op;
+    }
+    case 'retry':
+      return state.webhookHistory.length > 0 ? random.pick(state.webhookHistory) : drawOperation(state, 'placed');
+    case 'tokenOrder': {
+      const tokens = [...model.tokens.keys()];
+      const token = tokens.length > 0 && random.chance(0.85) ? random.pick(tokens) : 'forged';
+      // Sometimes an email too: the email decides the owner.
+      return webhookOrder(state, 'order_placed', { token, ...(random.chance(0.2) ? { email: email(state) } : {}) });
+    }
+    case 'noOrder': {
+      const order = random.chance(0.5) ? null : { externalId: '', total: cents(random) };
+      return { kind: 'webhook-order', eventType: 'order_placed', email: email(state, true), ...eventId(state), order };
+    }
+    case 'customer':
+      return { kind: 'webhook-customer', email: email(state), eventId: `c${++counters.event}` };
+    case 'direct': {
+      const contact = pickAnyContact(state);
+      if (contact === null) return drawOperation(state, 'placed');
+      // external_id is for reference only: sometimes a webhook order's, sometimes another direct order's.
+      const externalId = random.chance(0.5) ? undefined : random.chance(0.5) ? (existingOrder(state) ?? 'd1') : `d${random.int(1, 5)}`;
+      return { kind: 'direct-order', contact, ...(externalId ? { externalId } : {}), total: cents(random), currency: currency(random), orderedAt: model.now - random.int(0, 3 * DAY_MS) };
+    }
+    case 'syncApi':
+      return syncOperation(state, 'api');
+    case 'syncCli':
+      return syncOperation(state, 'cli');
+    case 'identify': {
+      const anonymousId = random.chance(0.6) ? `anon${random.chance(0.5) || counters.anonymous === 0 ? ++counters.anonymous : random.int(1, counters.anonymous)}` : undefined;
+      return { kind: 'identify', email: email(state), ...(anonymousId ? { anonymousId } : {}) };
+    }
+    case 'visit':
+      return { kind: 'anonymous-visit', anonymousId: `anon${counters.anonymous === 0 || random.chance(0.3) ? ++counters.anonymous : random.int(1, counters.anonymous)}` };
+    case 'eventBatch':
+      return eventBatch(state, 'api');
+    case 'upsertContact':
+      return { kind: 'upsert-contact', email: email(state), ...(random.chance(0.7) ? { status: random.pick(statuses) } : {}) };
+    case 'setStatus': {
+      const contact = pickAnyContact(state);
+      return contact === null ? drawOperation(state, 'upsertContact') : { kind: 'set-status', contact, status: random.chance(0.6) ? 'subscribed' : random.pick(statuses) };
+    }
+    case 'erase': {
+      const contact = pickLiveContact(state);
+      return contact === null ? drawOperation(state, 'identify') : { kind: 'erase', contact };
+    }
+    case 'campaign':
+      return { kind: 'send-campaign', campaign: `campaign:${++counters.campaign}` };
+    case 'flowTrigger': {
+      const contact = pickAnyContact(state);
+      return contact === null ? drawOperation(state, 'customer') : { kind: 'flow-trigger', contact, flow: random.pick(Object.keys(FLOWS)) };
+    }
+    case 'open':
+    case 'click': {
+      const messages = [...model.messages.keys()];
+      if (messages.length === 0) return drawOperation(state, 'placed');
+      // Mostly messages still delivered; now and then one whose contact was erased.
+      const live = messages.filter((id) => model.liveMessage(id) !== null);
+      return { kind: draw, message: live.length > 0 && random.chance(0.95) ? random.pick(live) : random.pick(messages) };
+    }
+    case 'windows':
+      return { kind: 'windows', clickDays: random.int(1, 7), openDays: random.int(1, 5) };
+    case 'contactLimit':
+      // A limit at or just above today's count (new contacts refused, or a few more let in), or none.
+      return { kind: 'contact-limit', limit: model.contactLimit === null || random.chance(0.3) ? model.liveContacts().length + random.int(0, 2) : null };
+  }
+}
