@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deferInsertRows } from '../src/domain/db/bulk.js';
+import { insertRows } from '../src/domain/db/bulk.js';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
 import { deferWrite, writeStats } from '../src/domain/db/deferred-writes.js';
 import { WriteBatcher, type BatchHandler } from '../src/domain/db/write-batcher.js';
@@ -21,6 +21,10 @@ const AWKWARD_TEXT = [
   '/* nor this */',
 ];
 const AWKWARD_NUMBERS = [0, -1, -0.5, 24.9, 1e21, -1e-7, 2 ** 53 - 1, -(2 ** 40), 1_700_000_000_123];
+
+/** insertRows with its statements held (the form the write path uses). */
+const holdRows = (...args: [Parameters<typeof insertRows>[0], Parameters<typeof insertRows>[1], string, Record<string, unknown>[]]) =>
+  insertRows(...args, { hold: true });
 
 for (const dialect of DIALECTS) {
   describe(`held writes [${dialect}]`, () => {
@@ -56,7 +60,7 @@ for (const dialect of DIALECTS) {
       }));
 
     it('stores every value exactly as the same insert with bindings does', async () => {
-      await db.writeTransaction((trx) => deferInsertRows(trx, db.dialect, 'held_probe', rows('h-')));
+      await db.writeTransaction((trx) => holdRows(trx, db.dialect, 'held_probe', rows('h-')));
       await db.knex('held_probe').insert(rows('b-'));
       const held = await read('h-');
       const bound = await read('b-');
@@ -68,7 +72,7 @@ for (const dialect of DIALECTS) {
     it('a held write travels with the COMMIT: one driver call for the writes and the commit', async () => {
       const before = { ...writeStats };
       await db.writeTransaction(async (trx) => {
-        await deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 'c-1', label: 'one', amount: 1, at: 1, flag: true }]);
+        await holdRows(trx, db.dialect, 'held_probe', [{ id: 'c-1', label: 'one', amount: 1, at: 1, flag: true }]);
         await deferWrite(db.dialect, trx, trx('held_probe').insert({ id: 'c-2', label: 'two', amount: 2, at: 2, flag: false }));
       });
       // SQLite: BEGIN, then one script of both inserts and the COMMIT. PostgreSQL holds the BEGIN too: one call.
@@ -80,7 +84,7 @@ for (const dialect of DIALECTS) {
     it('a read after a held write sees it: the connection keeps its order', async () => {
       const before = writeStats.driverCalls;
       const seen = await db.writeTransaction(async (trx) => {
-        await deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 'o-1', label: "it's ordered", amount: 7, at: 7, flag: null }]);
+        await holdRows(trx, db.dialect, 'held_probe', [{ id: 'o-1', label: "it's ordered", amount: 7, at: 7, flag: null }]);
         return trx('held_probe').where({ id: 'o-1', label: "it's ordered" }).where('amount', '>', -1).first('label', 'at');
       });
       expect({ ...seen, at: Number(seen.at) }).toEqual({ label: "it's ordered", at: 7 });
@@ -92,7 +96,7 @@ for (const dialect of DIALECTS) {
     it('a rollback drops what was held, and the next transaction on the connection does not inherit it', async () => {
       await expect(
         db.writeTransaction(async (trx) => {
-          await deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 'r-1', label: 'dropped', amount: null, at: null, flag: null }]);
+          await holdRows(trx, db.dialect, 'held_probe', [{ id: 'r-1', label: 'dropped', amount: null, at: null, flag: null }]);
           throw new ValidationError('invalid request: no');
         }),
       ).rejects.toBeInstanceOf(ValidationError);
@@ -105,11 +109,11 @@ for (const dialect of DIALECTS) {
       await expect(
         db.writeTransaction(async (trx) => {
           await trx('held_probe').insert({ id: 'f-1', label: 'sent at once' });
-          await deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 'dup-1', label: 'again', amount: null, at: null, flag: null }]);
+          await holdRows(trx, db.dialect, 'held_probe', [{ id: 'dup-1', label: 'again', amount: null, at: null, flag: null }]);
         }),
       ).rejects.toBeInstanceOf(ConflictError);
       expect(await db.knex('held_probe').where({ id: 'f-1' })).toHaveLength(0);
-      await db.writeTransaction((trx) => deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 'f-2', label: 'after', amount: null, at: null, flag: null }]));
+      await db.writeTransaction((trx) => holdRows(trx, db.dialect, 'held_probe', [{ id: 'f-2', label: 'after', amount: null, at: null, flag: null }]));
       expect(await db.knex('held_probe').where({ id: 'f-2' })).toHaveLength(1);
     });
 
@@ -117,7 +121,7 @@ for (const dialect of DIALECTS) {
       await db.knex('held_probe').insert({ id: 'g-dup', label: 'first' });
       const writer = new WriteBatcher(db, { concurrency: db.dialect.writeConcurrency });
       const insertHeld: BatchHandler<string, string> = async (trx, ids) => {
-        await deferInsertRows(trx, db.dialect, 'held_probe', ids.map((id) => ({ id, label: 'group', amount: null, at: null, flag: null })));
+        await holdRows(trx, db.dialect, 'held_probe', ids.map((id) => ({ id, label: 'group', amount: null, at: null, flag: null })));
         return ids;
       };
       const outcomes = await Promise.allSettled(['g-1', 'g-dup', 'g-2'].map((id) => writer.submit(insertHeld, id)));
@@ -130,12 +134,12 @@ for (const dialect of DIALECTS) {
       await db.knex('held_probe').insert({ id: 's-dup', label: 'first' });
       const writer = new WriteBatcher(db, { concurrency: db.dialect.writeConcurrency });
       const outcomes = await Promise.allSettled([
-        writer.run((trx) => deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 's-1', label: 'u', amount: null, at: null, flag: null }])),
+        writer.run((trx) => holdRows(trx, db.dialect, 'held_probe', [{ id: 's-1', label: 'u', amount: null, at: null, flag: null }])),
         writer.run(async (trx) => {
           await trx('held_probe').insert({ id: 's-undone', label: 'sent at once' });
-          await deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 's-dup', label: 'again', amount: null, at: null, flag: null }]);
+          await holdRows(trx, db.dialect, 'held_probe', [{ id: 's-dup', label: 'again', amount: null, at: null, flag: null }]);
         }),
-        writer.run((trx) => deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 's-2', label: 'u', amount: null, at: null, flag: null }])),
+        writer.run((trx) => holdRows(trx, db.dialect, 'held_probe', [{ id: 's-2', label: 'u', amount: null, at: null, flag: null }])),
       ]);
       expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
       expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(ConflictError);
@@ -145,7 +149,7 @@ for (const dialect of DIALECTS) {
 
     it('a value without a literal form (text holding NUL) is sent at once, with its usual error', async () => {
       const outcome = db.writeTransaction(async (trx) => {
-        await deferInsertRows(trx, db.dialect, 'held_probe', [{ id: 'nul-1', label: 'a\u0000b', amount: null, at: null, flag: null }]);
+        await holdRows(trx, db.dialect, 'held_probe', [{ id: 'nul-1', label: 'a\u0000b', amount: null, at: null, flag: null }]);
       });
       if (dialect === 'postgres') await expect(outcome).rejects.toBeInstanceOf(ValidationError);
       else {

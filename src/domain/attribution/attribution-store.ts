@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { deferInsertRows, valuesList } from '../db/bulk.js';
+import { insertRows, valuesList } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Attribution, EngagementKind } from './attribution.schema.js';
 import type { Db } from '../db/database.js';
@@ -57,7 +57,7 @@ export function createAttributionStore(dialect: Dialect) {
 
     /** Held until the transaction's next statement: engagements carry their own ids. */
     async insertEngagements(db: Db, rows: EngagementRow[]): Promise<void> {
-      await deferInsertRows(db, dialect, 'engagements', rows as unknown as Record<string, unknown>[]);
+      await insertRows(db, dialect, 'engagements', rows as unknown as Record<string, unknown>[], { hold: true });
     },
 
     /**

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { chunk, chunkSizeFor, deferInsertRows, insertRows } from './bulk.js';
+import { chunk, chunkSizeFor, insertRows } from './bulk.js';
 import type { Db } from './database.js';
 import { deferWrite } from './deferred-writes.js';
 import type { Dialect } from './dialect/dialect.js';
@@ -63,7 +63,7 @@ export async function bulkInsert<T extends object>(
     return;
   }
   const encoded = encodedAsText(dialect, rows, jsonColumns);
-  await (options.hold ? deferInsertRows : insertRows)(db, dialect, table, encoded);
+  await insertRows(db, dialect, table, encoded, options);
 }
 
 /**

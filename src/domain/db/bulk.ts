@@ -13,27 +13,23 @@ export function chunk<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-/** Multi-row insert in as few statements as the bind limit allows. */
+/**
+ * Multi-row insert in as few statements as the bind limit allows. With `hold`, the statements are held until
+ * the transaction's next statement (deferred-writes.ts): for rows with ids of their own whose insert can only
+ * fail on a value the whole group fails for anyway.
+ */
 export async function insertRows(
   trx: Db,
   dialect: Dialect,
   table: string,
   rows: Record<string, unknown>[],
+  options: { hold?: boolean } = {},
 ): Promise<void> {
   if (rows.length === 0) return;
   for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
-    await trx(table).insert(part);
-  }
-}
-
-/**
- * insertRows held until the transaction's next statement (deferred-writes.ts): for rows with ids of their own
- * whose insert can only fail on a value the whole group fails for anyway.
- */
-export async function deferInsertRows(trx: Db, dialect: Dialect, table: string, rows: Record<string, unknown>[]): Promise<void> {
-  if (rows.length === 0) return;
-  for (const part of chunk(rows, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
-    await deferWrite(dialect, trx, trx(table).insert(part));
+    const query = trx(table).insert(part);
+    if (options.hold) await deferWrite(dialect, trx, query);
+    else await query;
   }
 }
 
