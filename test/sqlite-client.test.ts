@@ -1,3 +1,6 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import knexFactory, { type Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqliteDialect } from '../src/domain/db/dialect/sqlite.js';
@@ -73,5 +76,100 @@ describe('the tuned knex sqlite3 client', () => {
     statements.length = 0;
     await knex.transaction((trx) => trx('pairs').where({ k: 'a' }).first());
     expect(statements[0]).toBe('BEGIN IMMEDIATE;');
+  });
+});
+
+/** Statements run prepared, kept per connection (PreparedStatements in src/domain/db/dialect/sqlite.ts). */
+describe('the tuned client keeps statements prepared', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'emk-prepared-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const open = (name: string) => knexFactory(sqliteDialect(join(dir, name)).knexConfig());
+
+  /** Counts the driver's prepare calls on the pool's one connection. */
+  async function countPrepares(knex: Knex): Promise<{ count: number }> {
+    const connection = (await knex.client.acquireConnection()) as { prepare: (...args: unknown[]) => unknown };
+    await knex.client.releaseConnection(connection);
+    const counter = { count: 0 };
+    const prepare = connection.prepare.bind(connection);
+    connection.prepare = (...args: unknown[]) => {
+      counter.count++;
+      return prepare(...args);
+    };
+    return counter;
+  }
+
+  it('prepares a repeated statement once and binds each run its own values', async () => {
+    const knex = open('repeat.db');
+    try {
+      await knex.schema.createTable('pairs', (t) => {
+        t.string('k').primary();
+        t.integer('n');
+      });
+      await knex('pairs').insert([{ k: 'a', n: 1 }, { k: 'b', n: 2 }, { k: 'c', n: 3 }]);
+      const prepares = await countPrepares(knex);
+      for (const [k, n] of [['a', 1], ['b', 2], ['c', 3], ['a', 1]] as const) {
+        expect(await knex('pairs').where({ k }).first()).toEqual({ k, n });
+      }
+      expect(prepares.count).toBe(1);
+    } finally {
+      await knex.destroy();
+    }
+  });
+
+  it('gives each run of one statement its own row count, even when runs overlap', async () => {
+    const knex = open('changes.db');
+    try {
+      await knex.schema.createTable('pairs', (t) => {
+        t.string('k').primary();
+        t.integer('n');
+      });
+      await knex('pairs').insert([{ k: 'a', n: 1 }, { k: 'b', n: 1 }, { k: 'c', n: 2 }]);
+      const counts = await knex.transaction((trx) =>
+        Promise.all([1, 2, 3].map((n) => trx('pairs').where({ n }).update({ n: n + 10 }))),
+      );
+      expect(counts).toEqual([2, 1, 0]);
+    } finally {
+      await knex.destroy();
+    }
+  });
+
+  it('fails a statement that does not prepare, and prepares it again once it can', async () => {
+    const knex = open('missing.db');
+    try {
+      await expect(knex('later').select('*')).rejects.toMatchObject({ code: 'SQLITE_ERROR', message: expect.stringContaining('no such table') });
+      await knex.schema.createTable('later', (t) => t.integer('n'));
+      await knex('later').insert({ n: 7 });
+      expect(await knex('later').select('*')).toEqual([{ n: 7 }]);
+    } finally {
+      await knex.destroy();
+    }
+  });
+
+  it('keeps a statement usable after a run fails (a constraint), and answers many distinct statements', async () => {
+    const knex = open('many.db');
+    await knex.schema.createTable('pairs', (t) => {
+      t.string('k').primary();
+      t.integer('n');
+    });
+    await knex('pairs').insert({ k: 'a', n: 1 });
+    await expect(knex('pairs').insert({ k: 'a', n: 2 })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT' });
+    await knex('pairs').insert({ k: 'b', n: 2 });
+    // More distinct statements than a connection keeps: the oldest are finalized on the way.
+    for (let i = 0; i < 300; i++) expect(await knex.raw(`select ${i} as v`)).toEqual([{ v: i }]);
+    expect(await knex('pairs').orderBy('k')).toEqual([{ k: 'a', n: 1 }, { k: 'b', n: 2 }]);
+    // SQLite refuses to close a connection while statements are prepared: the client finalizes them first. A
+    // closed connection (the last one) checkpoints its write-ahead log and removes it.
+    await knex.destroy();
+    expect(existsSync(join(dir, 'many.db-wal'))).toBe(false);
+    const reopened = open('many.db');
+    try {
+      expect(await reopened('pairs').count({ count: '*' })).toEqual([{ count: 2 }]);
+    } finally {
+      await reopened.destroy();
+    }
   });
 });

@@ -18,7 +18,8 @@ type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescri
  *   wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`); a BEGIN that fails runs none of the work;
  * - multi-row inserts are `VALUES (…), (…)` instead of knex's `SELECT … UNION ALL SELECT …` (written for
  *   SQLite before 3.7.11): cheaper to run, and not capped at 500 rows;
- * - every statement first sends the connection's held writes (deferred-writes.ts).
+ * - every statement first sends the connection's held writes (deferred-writes.ts);
+ * - statements run prepared, kept per connection (see PreparedStatements).
  */
 function tunedSqliteClient(): Constructor {
   const require = createRequire(import.meta.url);
@@ -67,7 +68,11 @@ function tunedSqliteClient(): Constructor {
         return obj;
       }
       countStatement();
-      return super._query(connection, obj);
+      return super._query(preparedStatementsOf(connection as RawSqliteConnection), obj);
+    }
+    async destroyRawConnection(connection: RawSqliteConnection) {
+      await preparedStatementsOf(connection).finalizeAll();
+      return super.destroyRawConnection(connection);
     }
     transaction(...args: unknown[]) {
       return new ImmediateTransaction(this, ...args);
@@ -116,9 +121,96 @@ function driverFault(error: unknown): DriverFault | null {
   }
 }
 
+type RowsCallback = (this: unknown, error: Error | null, rows?: unknown) => void;
+
+interface RawStatement {
+  all(bindings: unknown[], callback: RowsCallback): void;
+  run(bindings: unknown[], callback: RowsCallback): void;
+  finalize(callback?: () => void): void;
+}
+
 interface RawSqliteConnection {
   run(sql: string, callback: (error: Error | null) => void): void;
+  run(sql: string, bindings: unknown[], callback: RowsCallback): void;
+  all(sql: string, bindings: unknown[], callback: RowsCallback): void;
   exec(sql: string, callback: (error: Error | null) => void): void;
+  prepare(sql: string, callback: (error: Error | null) => void): RawStatement;
+}
+
+/** Statements kept prepared per connection, least recently used dropped first. */
+const PREPARED_PER_CONNECTION = 256;
+/** Longer statements (a bulk insert's VALUES) are seldom repeated word for word: they are prepared each time. */
+const LONGEST_PREPARED_SQL = 4096;
+/** Savepoint statements carry a name of their own each time (knex's `trx12`): kept, they would crowd out the rest. */
+const NAMED_EACH_TIME = /^\s*(SAVEPOINT|RELEASE|ROLLBACK\s+TO)\b/i;
+
+/**
+ * The `all` and `run` knex calls on a connection, through statements prepared once and kept. node-sqlite3's
+ * own `all(sql)` and `run(sql)` prepare the statement in one trip to its thread pool and run it in a second,
+ * and each trip waits its turn of the event loop; under load that wait, not SQLite, is the cost (issue 16).
+ * A kept statement runs in one trip and skips SQLite's parser. It is reset before each run (node-sqlite3 does
+ * so when it binds) and runs to completion, so it holds no read snapshot between runs.
+ */
+class PreparedStatements {
+  private readonly statements = new Map<string, Promise<RawStatement>>();
+
+  constructor(private readonly connection: RawSqliteConnection) {}
+
+  all(sql: string, bindings: unknown[], callback: RowsCallback): void {
+    this.call('all', sql, bindings, callback);
+  }
+
+  run(sql: string, bindings: unknown[], callback: RowsCallback): void {
+    this.call('run', sql, bindings, callback);
+  }
+
+  /** Before the connection closes: SQLite refuses to close a connection with statements still prepared. */
+  async finalizeAll(): Promise<void> {
+    const settled = await Promise.allSettled(this.statements.values());
+    this.statements.clear();
+    await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? finalize(s.value) : undefined)));
+  }
+
+  private call(method: 'all' | 'run', sql: string, bindings: unknown[], callback: RowsCallback): void {
+    if (sql.length > LONGEST_PREPARED_SQL || NAMED_EACH_TIME.test(sql)) return this.connection[method](sql, bindings, callback);
+    // knex reads `lastID` and `changes` off the callback's `this`: the statement, as with the connection's own calls.
+    this.statement(sql).then(
+      (statement) => statement[method](bindings, callback),
+      (error: Error) => callback.call({}, error),
+    );
+  }
+
+  private statement(sql: string): Promise<RawStatement> {
+    const kept = this.statements.get(sql);
+    if (kept) {
+      // Most recently used last.
+      this.statements.delete(sql);
+      this.statements.set(sql, kept);
+      return kept;
+    }
+    const prepared = new Promise<RawStatement>((resolve, reject) => {
+      const statement = this.connection.prepare(sql, (error) => (error ? reject(error) : resolve(statement)));
+    });
+    // A statement that does not prepare (a syntax error, a missing table) is not kept: the next call tries again.
+    prepared.catch(() => this.statements.delete(sql));
+    this.statements.set(sql, prepared);
+    if (this.statements.size > PREPARED_PER_CONNECTION) {
+      const [oldestSql, oldest] = this.statements.entries().next().value!;
+      this.statements.delete(oldestSql);
+      oldest.then(finalize, () => {});
+    }
+    return prepared;
+  }
+}
+
+const finalize = (statement: RawStatement) => new Promise<void>((resolve) => statement.finalize(() => resolve()));
+
+const preparedByConnection = new WeakMap<RawSqliteConnection, PreparedStatements>();
+
+function preparedStatementsOf(connection: RawSqliteConnection): PreparedStatements {
+  let prepared = preparedByConnection.get(connection);
+  if (!prepared) preparedByConnection.set(connection, (prepared = new PreparedStatements(connection)));
+  return prepared;
 }
 
 const runScript: RunScript = (connection, sql) =>
