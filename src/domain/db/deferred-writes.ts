@@ -62,6 +62,14 @@ export function holdBegin(connection: object, sql: string): void {
   held.set(connection, [sql.replace(/;\s*$/, '')]);
 }
 
+/** Statements held on `connection` (a held BEGIN counts as one). */
+export const heldCount = (connection: object): number => held.get(connection)?.length ?? 0;
+
+/** Forgets what is held on `connection` (a transaction that ends before anything was sent). */
+export function dropHeld(connection: object): void {
+  held.delete(connection);
+}
+
 /**
  * The driver call of a dialect's client: runs several `;`-separated statements without bindings and yields the
  * last one's result (PostgreSQL; SQLite's script call yields nothing).

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { sendHeldWrites, countStatement, type RunScript } from '../deferred-writes.js';
 import { readNullableNumber, readNumber, type Dialect, type DriverFault } from './dialect.js';
+import { READ_AHEAD_SETUP, readAheadScript, readAheadStep } from './sqlite-read-ahead.js';
 
 /** The JSON path of a top-level key, quoted so dots and brackets in it are part of the name. */
 const jsonPath = (key: string) => `$."${key}"`;
@@ -18,7 +19,8 @@ type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescri
  *   wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`); a BEGIN that fails runs none of the work;
  * - multi-row inserts are `VALUES (…), (…)` instead of knex's `SELECT … UNION ALL SELECT …` (written for
  *   SQLite before 3.7.11): cheaper to run, and not capped at 500 rows;
- * - every statement first sends the connection's held writes (deferred-writes.ts);
+ * - every statement first sends the connection's held writes (deferred-writes.ts), but for a transaction's
+ *   first reads, which run ahead of its held BEGIN (sqlite-read-ahead.ts);
  * - statements run prepared, kept per connection (see PreparedStatements).
  */
 function tunedSqliteClient(): Constructor {
@@ -62,7 +64,8 @@ function tunedSqliteClient(): Constructor {
 
   return class TunedClient extends Client {
     async _query(connection: object, obj: { sql: string; response?: unknown; context?: unknown }) {
-      if ((await sendHeldWrites(connection, obj.sql, runScript)).ran) {
+      const step = readAheadStep(connection, obj.sql);
+      if (step === 'done' || (step === 'run' && (await sendHeldWrites(connection, obj.sql, runScript)).ran)) {
         obj.response = [];
         obj.context = {};
         return obj;
@@ -88,7 +91,7 @@ const DEFAULT_BUSY_TIMEOUT_MS = 10_000;
 /**
  * Per-connection settings: WAL lets readers run beside the writer; FULL sync makes each commit durable; the
  * busy timeout is how long a statement waits for another connection's lock; a 32 MiB page cache (the default
- * is 2 MiB) keeps index pages of the big tables in memory during bulk writes.
+ * is 2 MiB) keeps index pages of the big tables in memory during bulk writes; then the read-ahead guard's table.
  */
 function pragmas(busyTimeoutMs: number): string[] {
   return [
@@ -97,6 +100,7 @@ function pragmas(busyTimeoutMs: number): string[] {
     'PRAGMA foreign_keys = ON',
     `PRAGMA busy_timeout = ${Math.round(busyTimeoutMs)}`,
     'PRAGMA cache_size = -32768',
+    ...READ_AHEAD_SETUP,
   ];
 }
 
@@ -213,8 +217,10 @@ function preparedStatementsOf(connection: RawSqliteConnection): PreparedStatemen
   return prepared;
 }
 
-const runScript: RunScript = (connection, sql) =>
-  new Promise((resolve, reject) => (connection as RawSqliteConnection).exec(sql, (error) => (error ? reject(error) : resolve(undefined))));
+const runScript: RunScript = readAheadScript(
+  (connection, sql) =>
+    new Promise((resolve, reject) => (connection as RawSqliteConnection).exec(sql, (error) => (error ? reject(error) : resolve(undefined)))),
+);
 
 /**
  * A value as node-sqlite3 binds it, written as a literal: it binds a number as an integer only within 32 bits,
