@@ -239,6 +239,38 @@ describeEachDatabase('the durable worker', (h) => {
     }
   });
 
+  it('a drain begun without pressure gives way after the batch in hand once the pressure comes', async () => {
+    let pressed = false;
+    let batches = 0;
+    const worker = startWorker({
+      jobs: jobs(),
+      handlers: {},
+      // An outbox that never empties (a stream of writes): each call drains a batch; the third brings pressure.
+      pumps: [
+        async () => {
+          // A batch takes a turn of the event loop, as a database read does.
+          await new Promise((resolve) => setImmediate(resolve));
+          if (++batches === 3) pressed = true;
+          return 1;
+        },
+      ],
+      concurrency: 1,
+      pollMs: 50,
+      leaseMs: 5_000,
+      maxYieldMs: 60_000,
+      yieldTo: () => pressed,
+    });
+    try {
+      await eventually(() => batches >= 3, Boolean);
+      // Barrier: the worker is back at its yield check (it holds back: no job look, no drain) and stays there.
+      const stopped = worker.stop();
+      await stopped;
+      expect(batches).toBe(3);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('a trigger-fact wake-up runs the drains without looking for jobs; a job wake-up looks', async () => {
     const k = kind();
     const ran: unknown[] = [];

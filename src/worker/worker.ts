@@ -95,13 +95,17 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
     }
   }
 
-  /** Runs every pump until it has nothing left (or once each, for a bounded round); how much they did. */
+  /**
+   * Runs every pump until it has nothing left (or once each, for a bounded round); how much they did. A drain
+   * that began unpressed stops after the batch in hand once the request path comes under pressure: under a
+   * stream of writes the outbox is never empty, and the drain would otherwise never give way.
+   */
   async function pumpAll(bounded: boolean): Promise<number> {
     let total = 0;
     for (const pump of pumps) {
       for (let n = await pump(); n > 0 && !stopping; n = await pump()) {
         total += n;
-        if (bounded) break;
+        if (bounded || yieldTo?.()) break;
       }
     }
     return total;
