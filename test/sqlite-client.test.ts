@@ -89,6 +89,17 @@ describe('the tuned client keeps statements prepared', () => {
 
   const open = (name: string) => knexFactory(sqliteDialect(join(dir, name)).knexConfig());
 
+  /** A new database file with a `pairs` table holding `rows`. */
+  async function openWithPairs(name: string, rows: Array<{ k: string; n: number }>): Promise<Knex> {
+    const knex = open(name);
+    await knex.schema.createTable('pairs', (t) => {
+      t.string('k').primary();
+      t.integer('n');
+    });
+    await knex('pairs').insert(rows);
+    return knex;
+  }
+
   /** Counts the driver's prepare calls on the pool's one connection. */
   async function countPrepares(knex: Knex): Promise<{ count: number }> {
     const connection = (await knex.client.acquireConnection()) as { prepare: (...args: unknown[]) => unknown };
@@ -103,13 +114,8 @@ describe('the tuned client keeps statements prepared', () => {
   }
 
   it('prepares a repeated statement once and binds each run its own values', async () => {
-    const knex = open('repeat.db');
+    const knex = await openWithPairs('repeat.db', [{ k: 'a', n: 1 }, { k: 'b', n: 2 }, { k: 'c', n: 3 }]);
     try {
-      await knex.schema.createTable('pairs', (t) => {
-        t.string('k').primary();
-        t.integer('n');
-      });
-      await knex('pairs').insert([{ k: 'a', n: 1 }, { k: 'b', n: 2 }, { k: 'c', n: 3 }]);
       const prepares = await countPrepares(knex);
       for (const [k, n] of [['a', 1], ['b', 2], ['c', 3], ['a', 1]] as const) {
         expect(await knex('pairs').where({ k }).first()).toEqual({ k, n });
@@ -121,13 +127,8 @@ describe('the tuned client keeps statements prepared', () => {
   });
 
   it('gives each run of one statement its own row count, even when runs overlap', async () => {
-    const knex = open('changes.db');
+    const knex = await openWithPairs('changes.db', [{ k: 'a', n: 1 }, { k: 'b', n: 1 }, { k: 'c', n: 2 }]);
     try {
-      await knex.schema.createTable('pairs', (t) => {
-        t.string('k').primary();
-        t.integer('n');
-      });
-      await knex('pairs').insert([{ k: 'a', n: 1 }, { k: 'b', n: 1 }, { k: 'c', n: 2 }]);
       const counts = await knex.transaction((trx) =>
         Promise.all([1, 2, 3].map((n) => trx('pairs').where({ n }).update({ n: n + 10 }))),
       );
@@ -150,12 +151,7 @@ describe('the tuned client keeps statements prepared', () => {
   });
 
   it('keeps a statement usable after a run fails (a constraint), and answers many distinct statements', async () => {
-    const knex = open('many.db');
-    await knex.schema.createTable('pairs', (t) => {
-      t.string('k').primary();
-      t.integer('n');
-    });
-    await knex('pairs').insert({ k: 'a', n: 1 });
+    const knex = await openWithPairs('many.db', [{ k: 'a', n: 1 }]);
     await expect(knex('pairs').insert({ k: 'a', n: 2 })).rejects.toMatchObject({ code: 'SQLITE_CONSTRAINT' });
     await knex('pairs').insert({ k: 'b', n: 2 });
     // More distinct statements than a connection keeps: the oldest are finalized on the way.

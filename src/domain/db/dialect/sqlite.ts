@@ -12,15 +12,15 @@ const jsonPath = (key: string) => `$."${key}"`;
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /**
- * knex's sqlite3 client with two changes knex has no option for (knex is pinned, and test/sqlite-client.test.ts
+ * knex's sqlite3 client with changes knex has no option for (knex is pinned, and test/sqlite-client.test.ts
  * checks the SQL; each override replaces one method):
- * - transactions begin IMMEDIATE: every transaction takes the write lock before it reads, so none ever has to
- *   upgrade a read snapshot, which fails at once with SQLITE_BUSY, without waiting, when another connection
- *   wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`); a BEGIN that fails runs none of the work;
+ * - transactions begin IMMEDIATE: a transaction takes the write lock before any read inside it, so none ever
+ *   has to upgrade a read snapshot, which fails at once with SQLITE_BUSY, without waiting, when another
+ *   connection wrote meanwhile (e.g. `emk sync-orders` beside `emk serve`); a BEGIN that fails runs none of the
+ *   work after it. Reads before the first write run outside, ahead of the held BEGIN (sqlite-read-ahead.ts);
  * - multi-row inserts are `VALUES (…), (…)` instead of knex's `SELECT … UNION ALL SELECT …` (written for
  *   SQLite before 3.7.11): cheaper to run, and not capped at 500 rows;
- * - every statement first sends the connection's held writes (deferred-writes.ts), but for a transaction's
- *   first reads, which run ahead of its held BEGIN (sqlite-read-ahead.ts);
+ * - every statement first sends the connection's held writes (deferred-writes.ts), but for those reads;
  * - statements run prepared, kept per connection (see PreparedStatements).
  */
 function tunedSqliteClient(): Constructor {
