@@ -24,6 +24,7 @@ import * as createUsers from './202611241200_create_users.js';
 import * as createSegmentIngest from './202611241210_create_segment_ingest.js';
 import * as addContactErasedAt from './202611241220_add_contact_erased_at.js';
 import * as indexPairPartnersInRankOrder from './202611250100_index_pair_partners_in_rank_order.js';
+import * as createProductCategoryTotals from './202611250200_create_product_category_totals.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -60,4 +61,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611241210_create_segment_ingest', createSegmentIngest],
   ['202611241220_add_contact_erased_at', addContactErasedAt],
   ['202611250100_index_pair_partners_in_rank_order', indexPairPartnersInRankOrder],
+  ['202611250200_create_product_category_totals', createProductCategoryTotals],
 ];

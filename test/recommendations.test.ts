@@ -1,4 +1,5 @@
 import { expect, it } from 'vitest';
+import { ActivityDelta } from '../src/domain/recommendations/activity-delta.js';
 import { createProductActivity } from '../src/domain/recommendations/product-activity.js';
 import { createProductActivityStore } from '../src/domain/recommendations/product-activity-store.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
@@ -23,7 +24,7 @@ const CATALOG = [
   { external_id: 'cap', title: 'Cap', price: 15, categories: ['Hats'] },
 ];
 
-describeEachDatabase('recommendations', (h) => {
+describeEachDatabase('recommendations', (h, dialect) => {
   const hook = (ws: TestWorkspace, body: unknown) =>
     h().request({
       method: 'POST',
@@ -252,6 +253,146 @@ describeEachDatabase('recommendations', (h) => {
     expect(await rank(ws, 'best_selling')).toEqual(['jeans', 'tee']);
     await hook(ws, { event_type: 'product_deleted', external_id: 'del-jeans', product: { external_id: 'jeans' } });
     expect(await rank(ws, 'best_selling')).toEqual(['tee']);
+  });
+
+  // ------------------------------------------------------------------ rankings restricted to categories
+
+  /** The per-category totals as stored: [category, product, units sold, views, score]. */
+  const categoryTotals = async (ws: TestWorkspace) =>
+    (await h().services.db.knex('product_category_totals').where({ workspace_id: ws.id }).orderBy(['category', 'product_key'])).map((r) => [
+      r.category,
+      r.product_key,
+      Number(r.units_sold),
+      Number(r.views),
+      Number(r.score),
+    ]);
+
+  /** What they must be: each category of each ranked catalog product, with the product's running totals. */
+  const expectedCategoryTotals = async (ws: TestWorkspace) => {
+    const { knex } = h().services.db;
+    const rows = await knex('products as p')
+      .join('product_categories as c', 'c.product_id', 'p.id')
+      .leftJoin('product_activity_totals as t', (j) => j.on('t.workspace_id', 'p.workspace_id').andOn('t.product_key', 'p.external_id'))
+      .where({ 'p.workspace_id': ws.id })
+      .whereNot('p.platform', 'manual')
+      .distinct('c.category', 'p.external_id', 't.units_sold', 't.views', 't.score')
+      .orderBy(['c.category', 'p.external_id']);
+    return rows.map((r) => [r.category, r.external_id, Number(r.units_sold ?? 0), Number(r.views ?? 0), Number(r.score ?? 0)]);
+  };
+
+  const updateProduct = async (ws: TestWorkspace, product: Record<string, unknown>) => {
+    const res = await hook(ws, { event_type: 'product_updated', external_id: `u-${++deliveries}`, product: { price: 10, ...product } });
+    expect(res.statusCode, res.body).toBe(200);
+  };
+
+  it('category rankings follow the catalog: a product moved between categories takes its counts along', async () => {
+    const ws = await shop();
+    await order(ws, 'a@example.com', [{ external_id: 'jeans', quantity: 5 }, { external_id: 'tee', quantity: 4 }, { external_id: 'shirt', quantity: 3 }, { external_id: 'cap', quantity: 2 }]);
+    expect(await rank(ws, 'best_selling', { categories: ['Tops'] })).toEqual(['tee', 'shirt']);
+    expect(await rank(ws, 'best_selling', { categories: ['Tops', 'Hats'] })).toEqual(['tee', 'shirt', 'cap']);
+    expect(await rank(ws, 'best_selling', { categories: ['Tops', 'Hats'], categories_op: 'all' })).toEqual([]);
+
+    await updateProduct(ws, { external_id: 'cap', title: 'Cap', categories: ['Hats', 'Tops'] });
+    await updateProduct(ws, { external_id: 'tee', title: 'Tee', categories: ['Bottoms'] });
+    expect(await rank(ws, 'best_selling', { categories: ['Tops'] })).toEqual(['shirt', 'cap']);
+    expect(await rank(ws, 'best_selling', { categories: ['Bottoms'] })).toEqual(['jeans', 'tee']);
+    expect(await rank(ws, 'best_selling', { categories: ['Tops', 'Hats'], categories_op: 'all' })).toEqual(['cap']);
+
+    // New activity reaches every category of its product; a deleted product leaves them.
+    await order(ws, 'b@example.com', [{ external_id: 'cap', quantity: 2 }]);
+    expect(await rank(ws, 'best_selling', { categories: ['Tops'] })).toEqual(['cap', 'shirt']);
+    expect(await rank(ws, 'best_selling', { categories: ['Hats'] })).toEqual(['cap']);
+    await hook(ws, { event_type: 'product_deleted', external_id: 'del-shirt', product: { external_id: 'shirt' } });
+    expect(await rank(ws, 'best_selling', { categories: ['Tops'] })).toEqual(['cap']);
+    expect(await categoryTotals(ws)).toEqual(await expectedCategoryTotals(ws));
+  });
+
+  it('a category whose best products sit below the store’s first hundred candidates still ranks from its own totals', async () => {
+    const ws = await shop();
+    const others = Array.from({ length: 120 }, (_, i) => ({ external_id: `other-${String(i).padStart(3, '0')}`, title: `Other ${i}`, price: 5, categories: ['Misc'] }));
+    for (const product of others) await hook(ws, { event_type: 'product_created', external_id: `p-${product.external_id}`, product });
+    await order(ws, 'a@example.com', [...others.map((p) => ({ external_id: p.external_id, quantity: 9 })), { external_id: 'cap', quantity: 1 }, { external_id: 'tee', quantity: 2 }]);
+    expect(await rank(ws, 'best_selling', { categories: ['Hats'] })).toEqual(['cap']);
+    expect(await rank(ws, 'best_selling', { categories: ['Hats', 'Tops'] })).toEqual(['tee', 'cap']);
+    expect((await rank(ws, 'best_selling', { categories: ['Misc'], max_items: 3 }))).toEqual(['other-119', 'other-118', 'other-117']);
+  });
+
+  it('per-category totals equal the catalog and the totals after every kind of write, the roll-over and a rebuild', async () => {
+    const ws = await shop();
+    await contact(ws, 'v@example.com');
+    await order(ws, 'a@example.com', [{ external_id: 'jeans', quantity: 2 }, { external_id: 'cap' }], { ordered_at: daysAgo(50) });
+    await order(ws, 'b@example.com', [{ external_id: 'tee', quantity: 3 }, { external_id: 'manual' }], { ordered_at: daysAgo(1) });
+    await views(ws, [
+      { email: 'v@example.com', properties: { product_id: 'shorts', dedupe_key: 'v1' }, timestamp: daysAgo(2) },
+      { email: 'v@example.com', properties: { product_id: 'cap' }, timestamp: daysAgo(60) },
+      { email: 'v@example.com', properties: { product_id: 'not-in-catalog' } },
+    ]);
+    // A product in two categories, one added later with activity recorded before it existed, a manual one.
+    await updateProduct(ws, { external_id: 'shorts', title: 'Shorts', categories: ['Bottoms', 'Sale'] });
+    await views(ws, [{ email: 'v@example.com', properties: { product_id: 'later' } }]);
+    await hook(ws, { event_type: 'product_created', external_id: 'p-later', product: { external_id: 'later', title: 'Later', price: 9, categories: ['Sale'] } });
+    await h().request({ method: 'POST', url: '/api/v1/ecommerce/products', key: ws.apiKey, json: { external_id: 'manual-2', title: 'M', price: 5, categories: ['Sale'] } });
+    // A correction moves a view to another product.
+    await h().request({
+      method: 'PUT',
+      url: '/api/v1/events/batch',
+      key: ws.apiKey,
+      json: { events: [{ email: 'v@example.com', event_name: 'viewed_product', dedupe_key: 'v1', properties: { product_id: 'tee' } }] },
+    });
+    const stored = await categoryTotals(ws);
+    expect(stored).toEqual(await expectedCategoryTotals(ws));
+    expect(stored).toContainEqual(['Sale', 'later', 0, 1, 1]);
+    expect(stored).toContainEqual(['Tops', 'tee', 3, 1, 31]);
+    expect(stored.filter((r) => r[1] === 'shorts').map((r) => r[0])).toEqual(['Bottoms', 'Sale']);
+    expect(stored.some((r) => String(r[1]).startsWith('manual'))).toBe(false);
+
+    // Forty days later the 50-day-old order and the 60-day-old view have left the window.
+    const { knex, dialect: db, writeTransaction } = h().services.db;
+    const later = createProductActivity({ knex, writeTransaction, store: createProductActivityStore(db), now: () => Date.now() + 40 * DAY });
+    await later.rollOver(ws.id);
+    const rolled = await categoryTotals(ws);
+    expect(rolled).toEqual(await expectedCategoryTotals(ws));
+    expect(rolled.filter((r) => r[1] === 'jeans' || r[1] === 'cap').map((r) => r.slice(2))).toEqual([
+      [0, 0, 0],
+      [0, 0, 0],
+    ]);
+    await later.rebuild(ws.id);
+    expect(await categoryTotals(ws)).toEqual(rolled);
+    // The operator's reindex rebuilds them from the catalog too.
+    await h().services.db.knex('product_category_totals').where({ workspace_id: ws.id }).delete();
+    await h().services.products.reindexFilters(ws.id);
+    expect(await categoryTotals(ws)).toEqual(rolled);
+  });
+
+  it('a product created while a write adds its first view: the view reaches the new category (no lost count)', async () => {
+    const ws = await shop();
+    const { knex, writeTransaction } = h().services.db;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let written!: () => void;
+    const viewWritten = new Promise<void>((r) => (written = r));
+    const viewing = writeTransaction(async (trx) => {
+      const view = { workspace_id: ws.id, event_name: 'viewed_product', properties: { product_id: 'beanie' }, created_at: Date.now() };
+      await h().services.productActivity.record(trx, new ActivityDelta().event(view, 1));
+      await trx.raw('SELECT 1'); // sends the held upserts: the totals row is written, not yet committed
+      written();
+      await gate;
+    });
+    await viewWritten;
+    const creating = hook(ws, { event_type: 'product_created', external_id: 'p-beanie', product: { external_id: 'beanie', title: 'Beanie', price: 12, categories: ['Hats'] } });
+    let created = false;
+    void creating.then(() => (created = true));
+    // PostgreSQL: the catalog waits on the new totals row's lock; SQLite: on the writer (its one connection).
+    const waiting = async () =>
+      dialect === 'postgres'
+        ? Number((await knex.raw("SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).rows[0].n) > 0
+        : (knex.client.pool as { numPendingAcquires(): number }).numPendingAcquires() > 0;
+    while (!created && !(await waiting())) await new Promise((r) => setTimeout(r, 10));
+    release();
+    await viewing;
+    expect((await creating).statusCode).toBe(200);
+    expect((await categoryTotals(ws)).filter((r) => r[1] === 'beanie')).toEqual([['Hats', 'beanie', 0, 1, 1]]);
+    expect(await rank(ws, 'most_viewed', { categories: ['Hats'] })).toEqual(['beanie']);
   });
 
   // ------------------------------------------------------------------ per recipient

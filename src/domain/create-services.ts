@@ -195,6 +195,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     knex,
     writeTransaction: db.writeTransaction,
     products: productStore,
+    categoriesChanged: productActivity.categoriesChanged,
   });
   const feeds = createFeedService({
     knex,

@@ -48,6 +48,8 @@ export type FeedRanker = (args: {
   contactId: string | undefined;
   limit: number;
   filtered: () => Knex.QueryBuilder;
+  /** The feed's categories filter (empty: none): every product `filtered()` yields has at least one of them. */
+  categories: string[];
 }) => Promise<string[] | null>;
 
 const round4 = (n: number | null) => (n === null ? null : Math.round(n * 1e4) / 1e4);
@@ -137,6 +139,7 @@ export function createFeedService(deps: {
         contactId: options.contactId,
         limit: count,
         filtered: () => feeds.filtered(knex, workspaceId, row),
+        categories: row.categories,
       });
       if (ranked !== null) return { data: await toProducts(knex, workspaceId, ranked.slice(0, count)), sameForEveryone };
     }
@@ -221,6 +224,7 @@ export function createFeedService(deps: {
         contactId: options.contactId ?? undefined,
         limit: options.limit,
         filtered: () => feeds.filtered(knex, workspaceId, DEFAULT_SETTINGS),
+        categories: [],
       });
       return toProducts(knex, workspaceId, (ranked ?? []).slice(0, options.limit));
     },

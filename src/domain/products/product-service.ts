@@ -97,6 +97,11 @@ export function nextProductRow(
   };
 }
 
+const sameSet = (a: string[], b: string[]) => {
+  const set = new Set(a);
+  return set.size === new Set(b).size && b.every((x) => set.has(x));
+};
+
 /** Variant rows of one product, with ids that sort in the order the variants were sent. */
 function variantRows(productId: string, variants: Variant[], now: number): VariantRow[] {
   const ids = variants.map(() => uuidv7(now)).sort();
@@ -108,8 +113,13 @@ export function createProductService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
   products: ProductStore;
+  /**
+   * Told, inside the writing transaction, which ranked products (by external id; every one of the workspace
+   * when null) may have changed categories: the rankings' per-category totals follow the catalog.
+   */
+  categoriesChanged: (trx: Knex.Transaction, workspaceId: string, externalIds: string[] | null) => Promise<void>;
 }) {
-  const { knex, writeTransaction, products } = deps;
+  const { knex, writeTransaction, products, categoriesChanged } = deps;
 
   /**
    * Upserts a group of validated products from one origin, set-based: one query finds the stored rows, one
@@ -133,11 +143,13 @@ export function createProductService(deps: {
     const changed = new Map<string, ProductRow>();
     const sentVariants = new Map<string, Variant[]>();
     const now = Date.now();
+    const recategorised = new Set<string>();
     const statuses = inputs.map((input): WriteStatus => {
       const before = current.get(input.external_id);
       const hash = contentHash(input, scope);
       if (before?.content_hash === hash) return 'unchanged';
       const next = nextProductRow(before, input, scope, hash, now);
+      if (!before || !sameSet(before.categories, next.categories)) recategorised.add(input.external_id);
       current.set(input.external_id, next);
       changed.set(input.external_id, next);
       if (input.variants !== undefined) sentVariants.set(input.external_id, input.variants);
@@ -153,6 +165,8 @@ export function createProductService(deps: {
       variants.push(...variantRows(productId, list, now));
     }
     await products.replaceVariants(trx, productIds, variants);
+    // Manual products are never ranked.
+    if (scope.platform !== MANUAL_PLATFORM && recategorised.size > 0) await categoriesChanged(trx, scope.workspaceId, [...recategorised]);
     return statuses.map((status, i) => {
       const externalId = inputs[i]!.external_id;
       return { status, id: ids.get(externalId) ?? current.get(externalId)!.id };
@@ -224,7 +238,13 @@ export function createProductService(deps: {
      * reindex-filters`): for products stored before those tables existed, or loaded with SQL past emk.
      */
     async reindexFilters(workspaceId: string): Promise<{ products: number }> {
-      return { products: await writeTransaction((trx) => products.reindexFilters(trx, workspaceId)) };
+      return {
+        products: await writeTransaction(async (trx) => {
+          const reindexed = await products.reindexFilters(trx, workspaceId);
+          await categoriesChanged(trx, workspaceId, null);
+          return reindexed;
+        }),
+      };
     },
 
     /**
@@ -243,6 +263,7 @@ export function createProductService(deps: {
         const ref = productRefSchema.safeParse(product);
         if (!ref.success) return 'invalid';
         const removed = await products.deleteByExternalId(trx, scope.workspaceId, scope.platform, ref.data.external_id);
+        if (removed > 0) await categoriesChanged(trx, scope.workspaceId, [ref.data.external_id]);
         return removed > 0 ? 'deleted' : 'ignored';
       }
       const parsed = productSchema.safeParse(product);

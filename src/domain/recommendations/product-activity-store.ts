@@ -6,6 +6,7 @@ import { EVENT_PRODUCT_ID_FIELDS } from '../products/product-id.js';
 import { DAY_MS, MAX_PAIRED_PRODUCTS, VIEWS_PER_SALE } from './activity-delta.js';
 import { compositeKey } from '../shared/keys.js';
 import type { Db } from '../db/database.js';
+import { createCategoryTotals } from './category-totals.js';
 
 export interface DailyChange {
   product_key: string;
@@ -36,9 +37,17 @@ const SCORE_SQL = `units_sold * ${VIEWS_PER_SALE} + views`;
 const viewKeySql = (dialect: Dialect) =>
   `COALESCE(${EVENT_PRODUCT_ID_FIELDS.map((field) => `NULLIF(TRIM(${dialect.jsonText('properties', field)}), '')`).join(', ')})`;
 
-const AGGREGATE_TABLES = ['product_activity_daily', 'product_activity_totals', 'product_pairs_daily', 'product_pair_totals'] as const;
+const AGGREGATE_TABLES = [
+  'product_activity_daily',
+  'product_activity_totals',
+  'product_category_totals',
+  'product_pairs_daily',
+  'product_pair_totals',
+] as const;
 
 export function createProductActivityStore(dialect: Dialect) {
+  const categories = createCategoryTotals(dialect);
+
   /**
    * Adds each row's counts to the stored row of its key (inserting it when absent), in key order (no deadlocks).
    * Additive upserts whose result nobody reads: held until the transaction's next statement.
@@ -61,6 +70,9 @@ export function createProductActivityStore(dialect: Dialect) {
   }
 
   return {
+    /** The totals copied per category, for rankings restricted to categories. */
+    categories,
+
     /**
      * The first day the workspace's totals hold, read under a shared lock (PostgreSQL) so the roll-over cannot
      * drop days while this transaction adds to them; created at `startDay` when the workspace has none yet.
@@ -113,6 +125,11 @@ export function createProductActivityStore(dialect: Dialect) {
         ['units_sold', 'views'],
         sorted.map((r) => ({ workspace_id: workspaceId, ...r, score: r.units_sold * VIEWS_PER_SALE + r.views })),
         { score: (db) => db.raw('product_activity_totals.score + excluded.score') },
+      );
+      await categories.copyTotals(
+        trx,
+        workspaceId,
+        sorted.map((r) => r.product_key),
       );
     },
 
@@ -172,6 +189,7 @@ export function createProductActivityStore(dialect: Dialect) {
          WHERE product_activity_totals.workspace_id = ? AND product_activity_totals.product_key = expired.product_key`,
         [workspaceId, startDay, workspaceId],
       );
+      await categories.copyTotals(trx, workspaceId, null);
       await trx.raw(
         `UPDATE product_pair_totals SET orders = product_pair_totals.orders - expired.orders
          FROM (SELECT product_key, other_key, SUM(orders) AS orders
@@ -256,7 +274,12 @@ export function createProductActivityStore(dialect: Dialect) {
          WHERE workspace_id = ? GROUP BY workspace_id, product_key, other_key`,
         [workspaceId],
       );
-      const [counted] = await trx('product_activity_totals').where({ workspace_id: workspaceId }).count({ n: '*' });
+      await categories.syncCatalog(trx, workspaceId, null);
+      // Products with activity (the catalog's sync may have added zero rows to lock them).
+      const [counted] = await trx('product_activity_totals')
+        .where({ workspace_id: workspaceId })
+        .whereRaw('NOT (units_sold = 0 AND views = 0)')
+        .count({ n: '*' });
       return dialect.readNumber(counted?.n);
     },
   };

@@ -109,6 +109,14 @@ export function createProductActivity(deps: {
       return wanted;
     },
 
+    /**
+     * The catalog changed the categories of these ranked products (every product of the workspace when null),
+     * inside the catalog's transaction: their per-category totals follow.
+     */
+    categoriesChanged(trx: Knex.Transaction, workspaceId: string, productKeys: string[] | null): Promise<void> {
+      return store.categories.syncCatalog(trx, workspaceId, productKeys);
+    },
+
     /** Recomputes the workspace's aggregates from its stored orders and events (`emk feeds rebuild-activity`). */
     async rebuild(workspaceId: string): Promise<{ products: number; since: string }> {
       const start = windowStartAt(now());

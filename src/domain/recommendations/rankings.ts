@@ -7,6 +7,7 @@ import { MANUAL_PLATFORM } from '../products/product-service.js';
 import { DAY_MS, VIEW_EVENT } from './activity-delta.js';
 import { windowStartAt, type ProductActivity } from './product-activity.js';
 import type { ProductActivityStore } from './product-activity-store.js';
+import type { TotalsColumn } from './category-totals.js';
 
 const CART_EVENT = 'added_to_cart';
 
@@ -25,8 +26,6 @@ const PARTNERS_PER_SEED = 100;
 
 /** Co-occurring products considered before filters: enough for any block once filters drop some. */
 const CO_OCCURRING = 500;
-
-type TotalsColumn = 'units_sold' | 'views' | 'score';
 
 const STORE_WIDE: Record<string, TotalsColumn> = {
   best_selling: 'units_sold',
@@ -101,8 +100,9 @@ export function createRanker(deps: {
   /**
    * best_selling, most_viewed, best_selling_and_most_viewed. First the top of the totals' index alone (a few
    * dozen keys, then the feed's filters over just those products): the usual answer, in a few milliseconds
-   * whatever the planner thinks. When filters leave too few of them, one query joins the totals to every
-   * filtered product and lets the database choose.
+   * whatever the planner thinks. A feed restricted to categories reads the top of those categories' totals
+   * instead: the store's top keys rarely hold a page of one category's products. When filters leave too few
+   * of them, one query joins the totals to every filtered product and lets the database choose.
    */
   async function storeWide(request: RankRequest, column: TotalsColumn): Promise<string[]> {
     await activity.rollOver(request.workspaceId);
@@ -111,13 +111,16 @@ export function createRanker(deps: {
       { column: 't.product_key', order: 'desc' as const },
     ];
     const candidates = Math.max(TOP_CANDIDATES, request.limit * 5);
-    const top: string[] = await request
-      .db('product_activity_totals as t')
-      .where({ 't.workspace_id': request.workspaceId })
-      .where(`t.${column}`, '>', 0)
-      .orderBy(order)
-      .limit(candidates)
-      .pluck('t.product_key');
+    const top: string[] =
+      request.categories.length > 0
+        ? await activityStore.categories.top(request.db, request.workspaceId, [...new Set(request.categories)], column, candidates)
+        : await request
+            .db('product_activity_totals as t')
+            .where({ 't.workspace_id': request.workspaceId })
+            .where(`t.${column}`, '>', 0)
+            .orderBy(order)
+            .limit(candidates)
+            .pluck('t.product_key');
     const fromTop = await inKeyOrder(request, top, request.limit);
     if (fromTop.length === request.limit || top.length < candidates) return fromTop;
     const rows: Array<{ id: string }> = await ranked(request)
