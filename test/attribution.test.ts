@@ -221,6 +221,41 @@ describeEachDatabase('attribution', (h) => {
     expect([...result.values()].filter(Boolean).length).toBeGreaterThan(30);
   });
 
+  it('a webhook order of a contact its own write creates runs no attribution query; a known contact’s order is credited', async () => {
+    const ws = await h().workspace();
+    const placed = (email: string, id: string) =>
+      h().request({
+        method: 'POST',
+        url: `/ecom/website/${ws.integrationId}`,
+        headers: { authorization: `Bearer ${ws.integrationKey}`, 'content-type': 'application/json' },
+        payload: JSON.stringify({
+          event_type: 'order_placed',
+          external_id: `d-${id}`,
+          email,
+          order: { external_id: id, order_number: id, total_amount: 10, currency: 'EUR', status: 'paid', items: [] },
+        }),
+      });
+    const engagementQueries = async (send: () => Promise<{ statusCode: number }>) => {
+      const queries: string[] = [];
+      const onQuery = (q: { sql: string }) => queries.push(q.sql);
+      knex().on('query', onQuery);
+      try {
+        expect((await send()).statusCode).toBe(200);
+      } finally {
+        knex().off('query', onQuery);
+      }
+      return queries.filter((sql) => /engagements/.test(sql)).length;
+    };
+    const credit = async (id: string) => (await knex()('orders').where({ workspace_id: ws.id, external_id: id }).first('attributed_campaign_id')).attributed_campaign_id;
+
+    expect(await engagementQueries(() => placed('first-time@example.com', 'new-1'))).toBe(0);
+    expect(await credit('new-1')).toBeNull();
+    const buyer = await contact(ws);
+    await engage(ws, buyer, 'click', Date.now() - HOUR);
+    expect(await engagementQueries(() => placed(`buyer${contactCount}@example.com`, 'known-1'))).toBe(1);
+    expect(await credit('known-1')).toBe(CAMPAIGN_A);
+  });
+
   it('no orders: an empty map and no query', async () => {
     const ws = await h().workspace();
     expect((await attribute(ws, [])).size).toBe(0);

@@ -73,6 +73,7 @@ export function createOrderService(deps: {
         origin: 'sync',
         platform: input.platform ?? 'sync',
         integrationId: null,
+        ownerCreated: owner.created,
         kind: 'sync',
         fields: {
           order_number: input.order_number,

@@ -39,6 +39,11 @@ export interface OrderChange {
   origin: 'webhook' | 'sync';
   platform: string;
   integrationId: string | null;
+  /**
+   * The owner was created by this transaction: no message has reached it, so it has no engagement and a new
+   * order of it has nothing to attribute (no query).
+   */
+  ownerCreated?: boolean;
   kind: OrderChangeKind;
   fields: {
     order_number?: string | null;
@@ -226,7 +231,9 @@ export function createOrderUpsert(deps: {
       const credited = await attributeOrders(
         trx,
         workspaceId,
-        fresh.map(({ row }) => ({ id: row.id, contactId: row.contact_id, orderedAt: row.ordered_at })),
+        fresh
+          .filter(({ index }) => !changes[index]!.ownerCreated)
+          .map(({ row }) => ({ id: row.id, contactId: row.contact_id, orderedAt: row.ordered_at })),
       );
       for (const { row } of fresh) {
         const credit = credited.get(row.id);

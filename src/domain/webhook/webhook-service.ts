@@ -77,7 +77,7 @@ export function createWebhookService(deps: WebhookDeps) {
   }
 
   /** Contacts by email (unseen: created `subscribed`, source `website:<domain>`), else by identity token. */
-  async function owners(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Map<Delivery, string>> {
+  async function owners(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Map<Delivery, { contactId: string; created: boolean }>> {
     const ensured = await contacts.ensureContacts(
       trx,
       deliveries.flatMap((d) =>
@@ -95,15 +95,15 @@ export function createWebhookService(deps: WebhookDeps) {
       ),
       { lock: false },
     );
-    const result = new Map<Delivery, string>();
+    const result = new Map<Delivery, { contactId: string; created: boolean }>();
     for (const d of deliveries) {
       if (d.parsed.email) {
         // Absent when the workspace's contact limit forbids creating it (docs/api/webhook.md, rule 5).
         const owner = ensured.get(contactKey(d.integration.workspaceId, d.parsed.email));
-        if (owner) result.set(d, owner.row.id);
+        if (owner) result.set(d, { contactId: owner.row.id, created: owner.created });
       } else if (d.parsed.identityToken) {
         const named = await deps.resolveIdentityToken(trx, d.integration.workspaceId, d.parsed.identityToken);
-        if (named) result.set(d, named.contactId);
+        if (named) result.set(d, { contactId: named.contactId, created: false });
       }
     }
     return result;
@@ -139,7 +139,8 @@ export function createWebhookService(deps: WebhookDeps) {
     const timeline: EventWrite[] = [];
     for (const d of todo) {
       const { event } = d.parsed;
-      const contactId = ownerOf.get(d);
+      const owner = ownerOf.get(d);
+      const contactId = owner?.contactId;
       const source = `${d.integration.platform}:${d.integration.domain}`;
       if (event.category === 'product') {
         await deps.applyProductEvent(trx, d.integration, event.eventType, event.product);
@@ -152,6 +153,7 @@ export function createWebhookService(deps: WebhookDeps) {
           origin: 'webhook',
           platform: d.integration.platform,
           integrationId: d.integration.id,
+          ownerCreated: owner!.created,
           kind: ORDER_EVENTS[event.eventType],
           fields: {
             ...(o.orderNumber !== undefined ? { order_number: o.orderNumber } : {}),
