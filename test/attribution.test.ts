@@ -221,7 +221,7 @@ describeEachDatabase('attribution', (h) => {
     expect([...result.values()].filter(Boolean).length).toBeGreaterThan(30);
   });
 
-  it('a webhook order of a contact its own write creates runs no attribution query; a known contact’s order is credited', async () => {
+  it('a webhook order of a contact its own write creates runs no attribution query and no contact lock; a known contact’s order is credited', async () => {
     const ws = await h().workspace();
     const placed = (email: string, id: string) =>
       h().request({
@@ -235,7 +235,8 @@ describeEachDatabase('attribution', (h) => {
           order: { external_id: id, order_number: id, total_amount: 10, currency: 'EUR', status: 'paid', items: [] },
         }),
       });
-    const engagementQueries = async (send: () => Promise<{ statusCode: number }>) => {
+    /** Reads of engagements, and contact locks (PostgreSQL: SQLite's one writer needs none), while `send` runs. */
+    const queriesOf = async (send: () => Promise<{ statusCode: number }>) => {
       const queries: string[] = [];
       const onQuery = (q: { sql: string }) => queries.push(q.sql);
       knex().on('query', onQuery);
@@ -244,15 +245,17 @@ describeEachDatabase('attribution', (h) => {
       } finally {
         knex().off('query', onQuery);
       }
-      return queries.filter((sql) => /engagements/.test(sql)).length;
+      const count = (pattern: RegExp) => queries.filter((sql) => pattern.test(sql)).length;
+      return [count(/engagements/), count(/from "contacts".*for update/i)];
     };
+    const locks = h().services.db.dialect.rowLocks ? 1 : 0;
     const credit = async (id: string) => (await knex()('orders').where({ workspace_id: ws.id, external_id: id }).first('attributed_campaign_id')).attributed_campaign_id;
 
-    expect(await engagementQueries(() => placed('first-time@example.com', 'new-1'))).toBe(0);
+    expect(await queriesOf(() => placed('first-time@example.com', 'new-1'))).toEqual([0, 0]);
     expect(await credit('new-1')).toBeNull();
     const buyer = await contact(ws);
     await engage(ws, buyer, 'click', Date.now() - HOUR);
-    expect(await engagementQueries(() => placed(`buyer${contactCount}@example.com`, 'known-1'))).toBe(1);
+    expect(await queriesOf(() => placed(`buyer${contactCount}@example.com`, 'known-1'))).toEqual([1, locks]);
     expect(await credit('known-1')).toBe(CAMPAIGN_A);
   });
 

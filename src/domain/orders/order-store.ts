@@ -163,15 +163,18 @@ export function createOrderStore(dialect: Dialect) {
      * Sets each touched contact's lifetime revenue and order count from its stored orders, in one statement:
      * the totals equal the sum over the orders by construction, whatever mix of writes came before, concurrent
      * ones included. The UPDATE is held until the transaction's next statement (its COMMIT, usually), so it runs
-     * after every write before it.
+     * after every write before it. `createdHere`: contacts this transaction created, which no other can have
+     * written orders for (their rows are not yet visible to it).
      */
-    async refreshContactTotals(db: Db, workspaceId: string, contactIds: string[]): Promise<void> {
+    async refreshContactTotals(db: Db, workspaceId: string, contactIds: string[], createdHere: ReadonlySet<string> = new Set()): Promise<void> {
       for (const part of chunk([...new Set(contactIds)].sort(), KEYS_PER_QUERY)) {
         if (part.length === 0) continue;
         // The contacts are locked first, so the totals below are read after every concurrent order write to them
         // has committed: under READ COMMITTED an UPDATE that waited for another writer's row lock would keep the
-        // totals of its own, older snapshot and drop that writer's order.
-        if (dialect.rowLocks) await dialect.forUpdate(db('contacts').whereIn('id', part).orderBy('id').select('id'));
+        // totals of its own, older snapshot and drop that writer's order. A contact created here is locked by
+        // its insert already.
+        const toLock = part.filter((id) => !createdHere.has(id));
+        if (dialect.rowLocks && toLock.length > 0) await dialect.forUpdate(db('contacts').whereIn('id', toLock).orderBy('id').select('id'));
         // UPDATE … FROM (PostgreSQL, SQLite 3.33+): one aggregate over the contacts' orders, not a subquery per row.
         await deferWrite(dialect, db, db.raw(
           `UPDATE contacts SET lifetime_revenue = totals.revenue, orders_count = totals.orders

@@ -190,6 +190,7 @@ export function createOrderUpsert(deps: {
     const sales = new ActivityDelta();
     for (const [workspaceId, indexes] of byWorkspace) {
       const touchedContacts: string[] = [];
+      const createdHere = new Set(indexes.filter((i) => changes[i]!.ownerCreated).map((i) => changes[i]!.contactId));
       const existing = new Map(
         (await orderStore.findByUpsertKeys(trx, workspaceId, indexes.map((i) => changes[i]!.upsertKey))).map((r) => [r.upsert_key!, r]),
       );
@@ -223,7 +224,7 @@ export function createOrderUpsert(deps: {
         results[i] = { orderId: row.id, outcome: 'updated' };
       }
       if (fresh.length === 0) {
-        await orderStore.refreshContactTotals(trx, workspaceId, touchedContacts);
+        await orderStore.refreshContactTotals(trx, workspaceId, touchedContacts, createdHere);
         continue;
       }
 
@@ -261,7 +262,7 @@ export function createOrderUpsert(deps: {
         if (row.origin === 'webhook' && row.cancelled_at === null) facts.push(orderPlacedFact(row));
         else ordersChangedFor(row, row.created_at);
       }
-      await orderStore.refreshContactTotals(trx, workspaceId, touchedContacts);
+      await orderStore.refreshContactTotals(trx, workspaceId, touchedContacts, createdHere);
     }
     await outbox.record(trx, [...facts, ...ordersChanged.values()]);
     await activity.record(trx, sales);
