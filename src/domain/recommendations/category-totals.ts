@@ -56,7 +56,7 @@ export function createCategoryTotals(dialect: Dialect) {
      */
     async syncCatalog(trx: Db, workspaceId: string, keys: string[] | null): Promise<void> {
       for (const part of chunks(keys)) {
-        const bindings = [workspaceId, ...(part ?? [])];
+        const keyBindings = part ?? [];
         if (dialect.rowLocks) {
           // The totals rows of these products, locked (created at zero when absent): a concurrent write that
           // adds to them waits for this transaction, or this one waits for it and copies what it committed.
@@ -66,7 +66,7 @@ export function createCategoryTotals(dialect: Dialect) {
              WHERE workspace_id = ? AND platform <> ?${keyFilter('external_id', part)}
              ORDER BY external_id
              ON CONFLICT (workspace_id, product_key) DO UPDATE SET units_sold = product_activity_totals.units_sold`,
-            [workspaceId, MANUAL_PLATFORM, ...(part ?? [])],
+            [workspaceId, MANUAL_PLATFORM, ...keyBindings],
           );
         }
         await trx.raw(
@@ -76,7 +76,7 @@ export function createCategoryTotals(dialect: Dialect) {
                SELECT 1 FROM products p JOIN product_categories c ON c.product_id = p.id
                WHERE p.workspace_id = product_category_totals.workspace_id AND p.external_id = product_category_totals.product_key
                  AND p.platform <> ? AND c.category = product_category_totals.category)`,
-          [...bindings, MANUAL_PLATFORM],
+          [workspaceId, ...keyBindings, MANUAL_PLATFORM],
         );
         await trx.raw(
           `INSERT INTO product_category_totals (workspace_id, product_key, category, units_sold, views, score)
@@ -86,7 +86,7 @@ export function createCategoryTotals(dialect: Dialect) {
            LEFT JOIN product_activity_totals t ON t.workspace_id = p.workspace_id AND t.product_key = p.external_id
            WHERE p.workspace_id = ? AND p.platform <> ?${keyFilter('p.external_id', part)}
            ON CONFLICT (workspace_id, product_key, category) DO NOTHING`,
-          [workspaceId, MANUAL_PLATFORM, ...(part ?? [])],
+          [workspaceId, MANUAL_PLATFORM, ...keyBindings],
         );
       }
     },

@@ -144,16 +144,16 @@ export function createWebhookService(deps: WebhookDeps) {
       const source = `${d.integration.platform}:${d.integration.domain}`;
       if (event.category === 'product') {
         await deps.applyProductEvent(trx, d.integration, event.eventType, event.product);
-      } else if (event.category === 'order' && event.order && contactId) {
+      } else if (event.category === 'order' && event.order && owner) {
         const o = event.order;
         orderChanges.push({
           workspaceId: d.integration.workspaceId,
-          contactId,
+          contactId: owner.contactId,
           upsertKey: o.externalId,
           origin: 'webhook',
           platform: d.integration.platform,
           integrationId: d.integration.id,
-          ownerCreated: owner!.created,
+          ownerCreated: owner.created,
           kind: ORDER_EVENTS[event.eventType],
           fields: {
             ...(o.orderNumber !== undefined ? { order_number: o.orderNumber } : {}),
