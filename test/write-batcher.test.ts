@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
-import { WriteBatcher, type BatchHandler } from '../src/domain/db/write-batcher.js';
+import { groupCommitStats, WriteBatcher, type BatchHandler } from '../src/domain/db/write-batcher.js';
 import { ConflictError, ValidationError } from '../src/domain/errors.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
@@ -88,6 +88,42 @@ for (const dialect of DIALECTS) {
       release();
       await Promise.all([first, ...lone]);
       expect(groups).toEqual([['l-first'], ['l-1', 'l-2']]);
+    });
+
+    it('a batch of many rows is a group by itself, and runs beside a running one at once where there are two writers', async () => {
+      const writer = new WriteBatcher(db, { concurrency: 2 });
+      const started: string[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let firstStarted!: () => void;
+      const firstRunning = new Promise<void>((r) => (firstStarted = r));
+      const chunk = (name: string) => async (trx: Parameters<BatchHandler<string, string>>[0]) => {
+        started.push(name);
+        if (name === 'chunk-1') {
+          firstStarted();
+          await held;
+        }
+        await trx('batch_probe').insert(Array.from({ length: 3 }, (_, i) => ({ value: `bulk-${name}-${i}` })));
+        return name;
+      };
+      const groupsBefore = groupCommitStats.groups;
+      const first = writer.run(chunk('chunk-1'), 1000);
+      await firstRunning;
+      const second = writer.run(chunk('chunk-2'), 1000);
+      // A lone request would wait for the running commit (above); a 1000-row chunk does not, where a second
+      // connection exists (PostgreSQL; SQLite's one connection takes it once the first commits).
+      if (dialect === 'postgres') await vi.waitFor(() => expect(started).toEqual(['chunk-1', 'chunk-2']));
+      release();
+      expect(await Promise.all([first, second])).toEqual(['chunk-1', 'chunk-2']);
+      // Two chunks submitted together still commit in two groups (a group takes 1000 rows' worth).
+      const third = writer.run(chunk('chunk-3'), 600);
+      const fourth = writer.run(chunk('chunk-4'), 600);
+      await Promise.all([third, fourth]);
+      expect(groupCommitStats.groups - groupsBefore).toBe(4);
+      // A single writer has nothing to run beside: it commits both in one group, as it does small items.
+      const single = new WriteBatcher(db, { concurrency: 1 });
+      await Promise.all([single.run(chunk('chunk-5'), 600), single.run(chunk('chunk-6'), 600)]);
+      expect(groupCommitStats.groups - groupsBefore).toBe(5);
     });
 
     it('is under pressure while groups carry a backlog, not while writes trickle in one at a time', async () => {

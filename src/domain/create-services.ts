@@ -10,6 +10,7 @@ import type { Database } from './db/database.js';
 import type { EmkConfig } from './config.js';
 import type { Clock } from './shared/time.js';
 import { WriteBatcher } from './db/write-batcher.js';
+import { createTableGrowth } from './db/table-growth.js';
 import { createEventService } from './events/event-service.js';
 import { createEventStore } from './events/event-store.js';
 import { createFeedService } from './feeds/feed-service.js';
@@ -96,6 +97,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   const email = options.email ?? DEFAULT_EMAIL;
   const { knex, dialect } = db;
   const writer = new WriteBatcher(db, { concurrency: dialect.writeConcurrency });
+  const tableGrowth = createTableGrowth(knex, dialect);
   const contactStore = createContactStore(dialect);
   const eventStore = createEventStore(dialect);
   const productActivityStore = createProductActivityStore(dialect);
@@ -159,6 +161,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     suppressionStore,
     outbox,
     contactLimitOf: async (db, workspaceId) => (await settings.cached(workspaceId, db)).contact_limit,
+    tableGrowth,
   });
   const { ensureContacts } = contacts;
   const shipments = createShipmentService({
@@ -179,6 +182,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     applyShippingEvents: shipments.applyShippingEvents,
     activity: productActivity,
     identityTokens,
+    tableGrowth,
   });
   const segmentIngest = createSegmentIngestService({
     writer,
@@ -221,6 +225,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     upsert: orderUpsert,
     outbox,
     activity: productActivity,
+    tableGrowth,
   });
   const cartStore = createCartStore(dialect);
   const carts = createCartService({ store: cartStore, outbox });
@@ -383,6 +388,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     close() {
       closing ??= (async () => {
         await writer.close();
+        await tableGrowth.settled();
         await transport.close();
         await rateLimiter.close();
         await db.close();

@@ -24,6 +24,7 @@ import { uuidv7 } from '../shared/ids.js';
 import { compositeKey, pairOf } from '../shared/keys.js';
 import { contactKey, type ContactRow, type ContactStore } from './contact-store.js';
 import { emailKey } from './contact.schema.js';
+import type { TableGrowth } from '../db/table-growth.js';
 
 /** What to create when an email has no contact yet. */
 export interface ContactSeed {
@@ -126,8 +127,10 @@ export function createContactService(deps: {
   outbox: TriggerOutbox;
   /** The workspace's contact limit (null: none), from settings. */
   contactLimitOf(db: Knex | Knex.Transaction, workspaceId: string): Promise<number | null>;
+  /** New contacts are reported as they are written (planner statistics on PostgreSQL). */
+  tableGrowth: TableGrowth;
 }) {
-  const { knex, writer, writeTransaction, contactStore, eventStore, suppressionStore, outbox, contactLimitOf } = deps;
+  const { knex, writer, writeTransaction, contactStore, eventStore, suppressionStore, outbox, contactLimitOf, tableGrowth } = deps;
 
   /**
    * The keys (sorted) that may still become contacts: a workspace with a `contact_limit` takes new contacts
@@ -190,6 +193,8 @@ export function createContactService(deps: {
     const insertedIds = await contactStore.insertIgnoringConflicts(trx, missing);
     const created = missing.filter((row) => insertedIds.has(row.id));
     for (const row of created) remember(row, true);
+    // Counted before the commit: a rolled-back write only brings an analysis forward.
+    tableGrowth.added('contacts', created.length);
     // A contact's first status is a change like any other: recorded with time and origin.
     await contactStore.recordStatusChanges(
       trx,
@@ -322,7 +327,7 @@ export function createContactService(deps: {
         rows,
         errorFor: (index, raw, error) => ({ index, email: rowField(raw, 'email'), error }),
         empty: (): ContactImportResult => ({ created: 0, updated: 0, errors: [] }),
-        run: (unit) => (options.dryRun ? rehearse(writeTransaction, unit) : writer.run(unit)),
+        run: (unit, rows) => (options.dryRun ? rehearse(writeTransaction, unit) : writer.run(unit, rows)),
         write: async (trx, valid, result) => {
           const now = Date.now();
           const outcomes = await writeContacts(

@@ -15,6 +15,8 @@ export type BatchHandler<I, O> = (trx: Knex.Transaction, items: I[]) => Promise<
 interface Pending {
   handler: BatchHandler<unknown, unknown>;
   item: unknown;
+  /** Rows the item writes: 1, or a batch's row count (see run). */
+  weight: number;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -26,10 +28,20 @@ class FailedUnit {
 }
 
 /**
- * A second transaction starts beside a running one only for a backlog this long: a few items wait for the
- * running commit and join the next group instead of paying a commit of their own.
+ * A second transaction starts beside a running one only for a backlog of this many rows: a few requests wait for
+ * the running commit and join the next group instead of paying a commit of their own, while a batch of hundreds
+ * of rows (an import's chunk) is a group's worth by itself and runs beside the first at once.
  */
 const BACKLOG_FOR_SECOND_WRITER = 8;
+
+/** Items a group takes at most. */
+const GROUP_ITEMS = 1000;
+/**
+ * Rows a group takes where a second transaction can run beside it (its first item whatever its weight): one
+ * import chunk, so the next runs on the other connection. A single writer (SQLite) takes everything queued: with
+ * nothing to run beside, fewer commits are faster (a sync of 100,000 orders took 15.0 s, 17.0–18.7 s in groups of one chunk).
+ */
+const GROUP_WEIGHT = 1000;
 
 /** Recent groups that tell whether the request path is saturated (see underPressure). */
 const PRESSURE_GROUPS = 16;
@@ -57,6 +69,7 @@ export const writeCounters = () => ({
  */
 export class WriteBatcher {
   private queue: Pending[] = [];
+  private queuedWeight = 0;
   private readonly flushes = new Set<Promise<void>>();
   private closed = false;
   private flushScheduled = false;
@@ -67,7 +80,7 @@ export class WriteBatcher {
   /** `db.writeTransaction` runs each group: lock conflicts are retried there, driver errors translated. */
   constructor(
     private readonly db: Pick<Database, 'dialect' | 'writeTransaction'>,
-    private readonly options: { concurrency: number; maxBatch?: number },
+    private readonly options: { concurrency: number },
   ) {}
 
   /**
@@ -88,13 +101,15 @@ export class WriteBatcher {
     return results;
   };
 
-  submit<I, O>(handler: BatchHandler<I, O>, item: I): Promise<O> {
+  submit<I, O>(handler: BatchHandler<I, O>, item: I, weight = 1): Promise<O> {
     // After close the database is going away: fail at once instead of waiting for a connection.
     if (this.closed) return Promise.reject(new UnavailableError('server is shutting down', 5));
     return new Promise<O>((resolve, reject) => {
+      this.queuedWeight += weight;
       this.queue.push({
         handler: handler as BatchHandler<unknown, unknown>,
         item,
+        weight,
         resolve: resolve as (value: unknown) => void,
         reject,
       });
@@ -102,9 +117,9 @@ export class WriteBatcher {
     });
   }
 
-  /** One ad-hoc unit of work, committed with the current group. */
-  async run<T>(unit: Unit<T>): Promise<T> {
-    const result = await this.submit(this.runUnits, unit as Unit<unknown>);
+  /** One ad-hoc unit of work, committed with the current group; `rows`: how many it writes, for a batch's unit. */
+  async run<T>(unit: Unit<T>, rows = 1): Promise<T> {
+    const result = await this.submit(this.runUnits, unit as Unit<unknown>, rows);
     if (result instanceof FailedUnit) throw result.error;
     return result as T;
   }
@@ -145,14 +160,27 @@ export class WriteBatcher {
 
   private startFlushes(): void {
     while (this.queue.length > 0 && this.flushes.size < this.options.concurrency) {
-      if (this.flushes.size > 0 && this.queue.length < BACKLOG_FOR_SECOND_WRITER) return;
-      const batch = this.queue.splice(0, this.options.maxBatch ?? 1000);
+      if (this.flushes.size > 0 && this.queuedWeight < BACKLOG_FOR_SECOND_WRITER) return;
+      const batch = this.takeGroup();
       const flush: Promise<void> = this.flush(batch).finally(() => {
         this.flushes.delete(flush);
         this.startFlushes();
       });
       this.flushes.add(flush);
     }
+  }
+
+  /** The queue's head: up to GROUP_ITEMS items, and up to GROUP_WEIGHT rows where transactions run side by side. */
+  private takeGroup(): Pending[] {
+    const weightLimit = this.options.concurrency > 1 ? GROUP_WEIGHT : Infinity;
+    let count = 0;
+    let weight = 0;
+    while (count < Math.min(this.queue.length, GROUP_ITEMS) && (count === 0 || weight + this.queue[count]!.weight <= weightLimit)) {
+      weight += this.queue[count]!.weight;
+      count++;
+    }
+    this.queuedWeight -= weight;
+    return this.queue.splice(0, count);
   }
 
   private async flush(batch: Pending[]): Promise<void> {

@@ -5,6 +5,7 @@ import { emailKey } from '../contacts/contact.schema.js';
 import type { ContactStore } from '../contacts/contact-store.js';
 import { contactKey } from '../contacts/contact-store.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
+import type { TableGrowth } from '../db/table-growth.js';
 import { ValidationError } from '../errors.js';
 import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
@@ -80,8 +81,9 @@ export function createEventBatches(deps: {
   contactStore: ContactStore;
   recordEvents: BatchHandler<EventWrite, EventWriteResult>;
   activity: ProductActivity;
+  tableGrowth: TableGrowth;
 }) {
-  const { writer, eventStore, contactStore, recordEvents, activity } = deps;
+  const { writer, eventStore, contactStore, recordEvents, activity, tableGrowth } = deps;
 
   /** POST rows set-based in one transaction: a dedupe lookup, then the shared event handler. */
   async function recordRows(
@@ -232,15 +234,17 @@ export function createEventBatches(deps: {
      * trigger unless `fireTriggers` is false (history backfill).
      */
     async recordBatch(workspaceId: string, body: unknown, options: { fireTriggers?: boolean } = {}): Promise<BatchResult> {
-      return writeRowBatch({
+      const result = await writeRowBatch({
         schema: batchEventSchema,
         listName: 'events',
         rows: eventsOf(body),
         errorFor: rowError,
         empty: (): BatchResult => ({ processed: 0, skipped: 0, errors: [] }),
-        run: (unit) => writer.run(unit),
+        run: (unit, rows) => writer.run(unit, rows),
         write: (trx, valid, counts) => recordRows(trx, workspaceId, valid, options.fireTriggers !== false, counts),
       });
+      tableGrowth.added('events', result.processed);
+      return result;
     },
 
     /**
@@ -251,15 +255,17 @@ export function createEventBatches(deps: {
       const list = eventsOf(body);
       const upsert = (body as { upsert?: unknown }).upsert;
       if (upsert !== undefined && typeof upsert !== 'boolean') throw new ValidationError('invalid request: upsert must be a boolean');
-      return writeRowBatch({
+      const result = await writeRowBatch({
         schema: correctEventSchema,
         listName: 'events',
         rows: list,
         errorFor: rowError,
         empty: (): CorrectResult => ({ updated: 0, inserted: 0, skipped: 0, errors: [] }),
-        run: (unit) => writer.run(unit),
+        run: (unit, rows) => writer.run(unit, rows),
         write: (trx, valid, counts) => correctRows(trx, workspaceId, valid, upsert === true, counts),
       });
+      tableGrowth.added('events', result.inserted);
+      return result;
     },
   };
 }

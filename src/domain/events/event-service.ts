@@ -21,6 +21,7 @@ import type { IdentityTokenService } from '../identity-tokens/identity-token-ser
 import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { createEventBatches } from './event-batch.js';
+import type { TableGrowth } from '../db/table-growth.js';
 import type { EventOwner, EventWrite, EventWriteResult } from './event-write.js';
 import { compositeKey } from '../shared/keys.js';
 
@@ -39,8 +40,10 @@ export function createEventService(deps: {
   /** Product views feed the recommendation aggregates, in the same transaction. */
   activity: ProductActivity;
   identityTokens: IdentityTokenService;
+  /** Batches report the events they add (planner statistics on PostgreSQL). */
+  tableGrowth: TableGrowth;
 }) {
-  const { knex, writer, eventStore, contactStore, ensureContacts, outbox, applyShippingEvents, activity, identityTokens } = deps;
+  const { knex, writer, eventStore, contactStore, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth } = deps;
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace. */
   async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[]) {
@@ -167,7 +170,7 @@ export function createEventService(deps: {
     recordEvents,
 
     /** POST and PUT /api/v1/events/batch, `emk events import|correct`: see event-batch.ts. */
-    ...createEventBatches({ writer, eventStore, contactStore, recordEvents, activity }),
+    ...createEventBatches({ writer, eventStore, contactStore, recordEvents, activity, tableGrowth }),
 
     /** POST /collect/event: attach by contact_id, else email (created if unseen), else anonymous_id. */
     async collect(workspaceId: string, body: unknown): Promise<EventRecord> {

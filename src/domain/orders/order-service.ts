@@ -21,6 +21,7 @@ import {
 } from './order.schema.js';
 import type { OrderStore } from './order-store.js';
 import { orderPlacedFact, orderRow, salesOf, type OrderChange, type OrderUpsert } from './order-upsert.js';
+import type { TableGrowth } from '../db/table-growth.js';
 
 export interface SyncResult {
   inserted: number;
@@ -40,8 +41,10 @@ export function createOrderService(deps: {
   upsert: OrderUpsert;
   outbox: TriggerOutbox;
   activity: ProductActivity;
+  /** A sync reports the orders it adds (planner statistics on PostgreSQL). */
+  tableGrowth: TableGrowth;
 }) {
-  const { knex, writer, writeTransaction, orderStore, contactStore, ensureContacts, upsert, outbox, activity } = deps;
+  const { knex, writer, writeTransaction, orderStore, contactStore, ensureContacts, upsert, outbox, activity, tableGrowth } = deps;
 
   /** Writes valid sync rows in the caller's transaction; counts and row errors go into `result`. */
   async function syncRows(trx: Knex.Transaction, workspaceId: string, valid: Array<{ index: number; input: SyncOrderInput }>, result: SyncResult) {
@@ -95,16 +98,18 @@ export function createOrderService(deps: {
     });
   }
 
-  function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
-    return writeRowBatch({
+  async function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
+    const result = await writeRowBatch({
       schema: syncOrderSchema,
       listName: 'orders',
       rows,
       errorFor: (index, raw, error) => ({ index, external_id: rowField(raw, 'external_id'), error }),
       empty: (): SyncResult => ({ inserted: 0, updated: 0, skipped: 0, errors: [] }),
-      run: (unit) => (dryRun ? rehearse(writeTransaction, unit) : writer.run(unit)),
+      run: (unit, rows) => (dryRun ? rehearse(writeTransaction, unit) : writer.run(unit, rows)),
       write: (trx, valid, counts) => syncRows(trx, workspaceId, valid, counts),
     });
+    if (!dryRun) tableGrowth.added('orders', result.inserted);
+    return result;
   }
 
   return {

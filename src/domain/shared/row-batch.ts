@@ -14,7 +14,8 @@ export async function writeRowBatch<S extends z.ZodType, R extends { errors: E[]
   rows: unknown[];
   errorFor: (index: number, raw: unknown, error: string) => E;
   empty: () => R;
-  run: (unit: (trx: Knex.Transaction) => Promise<R>) => Promise<R>;
+  /** `rows`: the valid rows the unit writes (the group commit gives a big batch a transaction of its own). */
+  run: (unit: (trx: Knex.Transaction) => Promise<R>, rows: number) => Promise<R>;
   write: (trx: Knex.Transaction, valid: Array<{ index: number; input: z.output<S> }>, counts: R) => Promise<void>;
 }): Promise<R> {
   const { valid, errors } = parseRows(args.schema, args.listName, args.rows, args.errorFor);
@@ -25,7 +26,7 @@ export async function writeRowBatch<S extends z.ZodType, R extends { errors: E[]
       const counts = args.empty();
       await args.write(trx, valid, counts);
       return counts;
-    });
+    }, valid.length);
     for (const [key, value] of Object.entries(written)) {
       if (typeof value === 'number') (result as Record<string, unknown>)[key] = value;
     }

@@ -93,6 +93,10 @@ export interface Dialect {
    * freshly rebuilt table looks empty until autovacuum analyses it); our SQLite queries are written not to need any.
    */
   analyzeAfterBulkLoad(knex: Knex, tables: string[]): Promise<void>;
+  /** Whether query plans follow the planner's statistics of a table (see table-growth.ts): PostgreSQL's do. */
+  readonly plansFromStatistics: boolean;
+  /** The rows a table held when its statistics were last taken (0 if never); only where plansFromStatistics. */
+  analysedRows(knex: Knex, table: string): Promise<number>;
   /** Group commits that may run at once: one writer on SQLite, several connections on PostgreSQL. */
   readonly writeConcurrency: number;
   /**

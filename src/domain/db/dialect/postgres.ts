@@ -157,6 +157,12 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     analyzeAfterBulkLoad: async (knex, tables) => {
       await knex.raw(`ANALYZE ${tables.map(() => '??').join(', ')}`, tables);
     },
+    plansFromStatistics: true,
+    // reltuples: -1 until the first VACUUM or ANALYZE.
+    analysedRows: async (knex, table) => {
+      const { rows } = await knex.raw('SELECT reltuples FROM pg_class WHERE oid = to_regclass(?)', [table]);
+      return Math.max(0, Number(rows[0]?.reltuples ?? 0));
+    },
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
     rowLocks: true,

@@ -312,6 +312,8 @@ export function sqliteDialect(filename: string): Dialect {
     bytewise: (column) => column,
     forShare: (query) => query,
     analyzeAfterBulkLoad: async () => {},
+    plansFromStatistics: false,
+    analysedRows: async () => 0,
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
     rowLocks: false,

@@ -1,0 +1,72 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase, type Database } from '../src/domain/db/database.js';
+import { createTableGrowth } from '../src/domain/db/table-growth.js';
+import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
+
+for (const dialect of DIALECTS) {
+  describe(`planner statistics kept in step with bulk loads [${dialect}]`, () => {
+    let database: TestDatabase;
+    let db: Database;
+    let inserted = 0;
+
+    beforeAll(async () => {
+      database = await createTestDatabase(dialect);
+      db = openDatabase(database.url);
+      await db.knex.schema.createTable('growth_probe', (t) => {
+        t.integer('n').primary();
+      });
+    });
+    afterAll(async () => {
+      await db.close();
+      await database.drop();
+    });
+
+    /** Inserts `rows` rows and reports them, as a bulk writer does after its commit; returns the ANALYZEs sent meanwhile. */
+    const load = async (growth: ReturnType<typeof createTableGrowth>, rows: number) => {
+      const analyses: string[] = [];
+      const onQuery = (query: { sql: string }) => void (/^ANALYZE/i.test(query.sql) && analyses.push(query.sql));
+      db.knex.on('query', onQuery);
+      try {
+        for (let done = 0; done < rows; done += 1000) {
+          const part = Math.min(1000, rows - done);
+          await db.knex('growth_probe').insert(Array.from({ length: part }, (_, i) => ({ n: inserted + i })));
+          inserted += part;
+          growth.added('growth_probe', part);
+        }
+        await growth.settled();
+      } finally {
+        db.knex.removeListener('query', onQuery);
+      }
+      return analyses;
+    };
+    const analysedRows = async () =>
+      Number((await db.knex.raw(`SELECT reltuples FROM pg_class WHERE oid = to_regclass('growth_probe')`)).rows[0].reltuples);
+
+    it('analyses a table once it has grown by 10,000 rows, then by half of what it held (PostgreSQL; never on SQLite)', async () => {
+      const growth = createTableGrowth(db.knex, db.dialect);
+      const postgres = dialect === 'postgres';
+      // 9,000 rows: below the minimum growth, nothing is analysed.
+      expect(await load(growth, 9_000)).toEqual([]);
+      // The 10,000th row: analysed, and the statistics now count the rows.
+      expect(await load(growth, 1_000)).toHaveLength(postgres ? 1 : 0);
+      if (postgres) expect(await analysedRows()).toBe(10_000);
+      // Analysed at 10,000 rows, the next analysis is due 10,000 rows later (half is only 5,000).
+      expect(await load(growth, 9_000)).toEqual([]);
+      expect(await load(growth, 1_000)).toHaveLength(postgres ? 1 : 0);
+      if (postgres) expect(await analysedRows()).toBe(20_000);
+      // At 20,000 the rule is half: 10,000 more again; at 30,000 it is 15,000.
+      expect(await load(growth, 10_000)).toHaveLength(postgres ? 1 : 0);
+      expect(await load(growth, 14_000)).toEqual([]);
+      expect(await load(growth, 1_000)).toHaveLength(postgres ? 1 : 0);
+      if (postgres) expect(await analysedRows()).toBe(45_000);
+    });
+
+    it('a table already large is not analysed by an ordinary load (PostgreSQL reads its size from the statistics)', async () => {
+      if (dialect === 'postgres') await db.knex.raw('ANALYZE growth_probe');
+      // A new writer (a new process) holding 45,000 analysed rows: 20,000 rows more are under half of them.
+      const growth = createTableGrowth(db.knex, db.dialect);
+      expect(await load(growth, 20_000)).toEqual([]);
+      expect(await load(growth, 3_000)).toHaveLength(dialect === 'postgres' ? 1 : 0);
+    });
+  });
+}
