@@ -11,6 +11,7 @@ import type { EmkConfig } from './config.js';
 import type { Clock } from './shared/time.js';
 import { WriteBatcher } from './db/write-batcher.js';
 import { createTableGrowth } from './db/table-growth.js';
+import { createKnownContacts } from './contacts/known-contacts.js';
 import { createEventService } from './events/event-service.js';
 import { createEventStore } from './events/event-store.js';
 import { createFeedService } from './feeds/feed-service.js';
@@ -183,6 +184,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     activity: productActivity,
     identityTokens,
     tableGrowth,
+    knownContacts: createKnownContacts(dialect),
   });
   const segmentIngest = createSegmentIngestService({
     writer,

@@ -22,6 +22,7 @@ import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { createEventBatches } from './event-batch.js';
 import type { TableGrowth } from '../db/table-growth.js';
+import type { KnownContacts } from '../contacts/known-contacts.js';
 import type { EventOwner, EventWrite, EventWriteResult } from './event-write.js';
 import { compositeKey } from '../shared/keys.js';
 
@@ -42,21 +43,30 @@ export function createEventService(deps: {
   identityTokens: IdentityTokenService;
   /** Batches report the events they add (planner statistics on PostgreSQL). */
   tableGrowth: TableGrowth;
+  /** Owners seen before, used without a lookup (checked inside the transaction). */
+  knownContacts: KnownContacts;
 }) {
-  const { knex, writer, eventStore, contactStore, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth } = deps;
+  const { knex, writer, eventStore, contactStore, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth, knownContacts } = deps;
+  type RememberedContacts = ReturnType<KnownContacts['within']>;
 
-  /** `workspace\0contact_id` of every contact-id owner that exists in its workspace. */
-  async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[]) {
+  /** `workspace\0contact_id` of every contact-id owner that exists in its workspace (remembered ones unread). */
+  async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[], remembered: RememberedContacts) {
     const idsByWorkspace = new Map<string, string[]>();
+    const known = new Set<string>();
     for (const w of writes) {
       if (!('contactId' in w.owner)) continue;
+      if (remembered.hasId(w.workspaceId, w.owner.contactId)) {
+        known.add(compositeKey(w.workspaceId, w.owner.contactId));
+        continue;
+      }
       const list = idsByWorkspace.get(w.workspaceId) ?? [];
       list.push(w.owner.contactId);
       idsByWorkspace.set(w.workspaceId, list);
     }
-    const known = new Set<string>();
     for (const [workspaceId, ids] of idsByWorkspace) {
-      for (const row of await contactStore.findByIds(trx, workspaceId, ids)) known.add(compositeKey(workspaceId, row.id));
+      const rows = await contactStore.findByIds(trx, workspaceId, ids);
+      remembered.learn(rows);
+      for (const row of rows) known.add(compositeKey(workspaceId, row.id));
     }
     return known;
   }
@@ -66,15 +76,24 @@ export function createEventService(deps: {
    * multi-row inserts. Events of an anonymous visitor already identified go straight to that contact.
    */
   const recordEvents: BatchHandler<EventWrite, EventWriteResult> = async (trx, writes) => {
-    const knownIds = await existingContactIds(trx, writes);
+    const remembered = knownContacts.within(trx);
+    const knownIds = await existingContactIds(trx, writes, remembered);
     const existingByEmail = await contactStore.idsByEmails(
       trx,
       writes.flatMap((w) => ('existingEmail' in w.owner ? [[w.workspaceId, w.owner.existingEmail] as const] : [])),
     );
+    // Owners by email: remembered ones need no lookup; the rest are found or created.
+    const rememberedOwners = new Map<string, string>();
+    for (const w of writes) {
+      if (!('email' in w.owner)) continue;
+      const key = contactKey(w.workspaceId, w.owner.email);
+      const id = remembered.idByEmail(key);
+      if (id !== undefined) rememberedOwners.set(key, id);
+    }
     const ensured = await ensureContacts(
       trx,
       writes.flatMap((w) =>
-        'email' in w.owner
+        'email' in w.owner && !rememberedOwners.has(contactKey(w.workspaceId, w.owner.email))
           ? [
               {
                 workspaceId: w.workspaceId,
@@ -89,6 +108,7 @@ export function createEventService(deps: {
       // Events only read the contact: no row lock needed.
       { lock: false },
     );
+    remembered.learn([...ensured.values()].map((owner) => owner.row));
 
     const anonymousOwners = await contactStore.ownersOfAnonymousIds(
       trx,
@@ -108,9 +128,10 @@ export function createEventService(deps: {
         if (!knownIds.has(compositeKey(w.workspaceId, w.owner.contactId))) return { error: 'contact not found' };
         contactId = w.owner.contactId;
       } else if ('email' in w.owner) {
-        const owner = ensured.get(contactKey(w.workspaceId, w.owner.email));
-        if (!owner) return { error: 'contact limit reached' };
-        contactId = owner.row.id;
+        const key = contactKey(w.workspaceId, w.owner.email);
+        const ownerId = rememberedOwners.get(key) ?? ensured.get(key)?.row.id;
+        if (ownerId === undefined) return { error: 'contact limit reached' };
+        contactId = ownerId;
         anonymousId = w.owner.anonymousId ?? null;
       } else if ('existingEmail' in w.owner) {
         const ownerId = existingByEmail.get(contactKey(w.workspaceId, w.owner.existingEmail));
@@ -150,7 +171,9 @@ export function createEventService(deps: {
     });
     const views = new ActivityDelta();
     for (const row of rows) views.event(row, 1);
-    // One after another: a transaction is one connection, which runs one statement at a time.
+    // One after another: a transaction is one connection, which runs one statement at a time. The check of
+    // remembered owners goes first, ahead of every write.
+    await remembered.check();
     await eventStore.insert(trx, rows);
     await outbox.record(trx, facts);
     await activity.record(trx, views);

@@ -9,6 +9,9 @@ export type DriverFault = { kind: 'unique' } | { kind: 'invalid_value'; reason: 
 
 export type InvalidValueReason = 'text' | 'range' | 'length' | 'format';
 
+/** In the error of a failed `failUnlessCount` statement: what `driverFault` knows it by. */
+export const STALE_READ = 'emk: stale read';
+
 /** A piece of SQL and the values bound to its `?` placeholders, in order. */
 export interface SqlFragment {
   sql: string;
@@ -73,6 +76,12 @@ export interface Dialect {
   readNullableNumber(value: unknown): number | null;
   /** What a driver error means, or null for anything else (a bug: it stays a 500). */
   driverFault(error: unknown): DriverFault | null;
+  /**
+   * A statement that fails, as a lock conflict (`driverFault` kind `busy`: the transaction runs again), unless
+   * `count` (`SELECT count(*) AS n FROM …`) counts `expected`: a read made before the transaction, checked
+   * inside it (contacts/known-contacts.ts). The error names STALE_READ.
+   */
+  failUnlessCount(count: SqlFragment, expected: number): SqlFragment;
   /** The database locks rows (PostgreSQL); SQLite's one writer holds the whole database, so a lock read is wasted. */
   readonly rowLocks: boolean;
   /** Locks the selected rows until the transaction ends where the database has row locks. */

@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { Knex } from 'knex';
 import { countStatement, holdBegin, sendHeldWrites, type RunScript } from '../deferred-writes.js';
-import { readNullableNumber, readNumber, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
+import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
 
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -96,7 +96,8 @@ const INVALID_VALUE: Record<string, InvalidValueReason> = {
 const BUSY = new Set(['40001', '40P01', '55P03']);
 
 function driverFault(error: unknown): DriverFault | null {
-  const { code, column } = (error ?? {}) as { code?: unknown; column?: unknown };
+  const { code, column, message } = (error ?? {}) as { code?: unknown; column?: unknown; message?: unknown };
+  if (typeof message === 'string' && message.includes(STALE_READ)) return { kind: 'busy' };
   if (typeof code !== 'string') return null;
   if (code === '23505') return { kind: 'unique' };
   if (BUSY.has(code)) return { kind: 'busy' };
@@ -157,6 +158,11 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     analyzeAfterBulkLoad: async (knex, tables) => {
       await knex.raw(`ANALYZE ${tables.map(() => '??').join(', ')}`, tables);
     },
+    // The cast of text that is no number fails; its input is the counted n, so planning cannot fold it early.
+    failUnlessCount: (count, expected) => ({
+      sql: `SELECT CAST('${STALE_READ} ' || n AS integer) FROM (${count.sql}) AS counted WHERE n <> ?`,
+      bindings: [...count.bindings, expected],
+    }),
     plansFromStatistics: true,
     // reltuples: -1 until the first VACUUM or ANALYZE.
     analysedRows: async (knex, table) => {

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { sendHeldWrites, countStatement, type RunScript } from '../deferred-writes.js';
-import { readNullableNumber, readNumber, type Dialect, type DriverFault } from './dialect.js';
+import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault } from './dialect.js';
 import { READ_AHEAD_SETUP, readAheadScript, readAheadStep } from './sqlite-read-ahead.js';
 
 /** The JSON path of a top-level key, quoted so dots and brackets in it are part of the name. */
@@ -110,6 +110,7 @@ function pragmas(busyTimeoutMs: number): string[] {
  */
 function driverFault(error: unknown): DriverFault | null {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof message === 'string' && message.includes(STALE_READ)) return { kind: 'busy' };
   switch (code) {
     case 'SQLITE_CONSTRAINT':
       return typeof message === 'string' && /UNIQUE|PRIMARY KEY/.test(message) ? { kind: 'unique' } : null;
@@ -312,6 +313,11 @@ export function sqliteDialect(filename: string): Dialect {
     bytewise: (column) => column,
     forShare: (query) => query,
     analyzeAfterBulkLoad: async () => {},
+    // A JSON path error is SQLite's way to fail a statement on a condition (as the read-ahead guard does).
+    failUnlessCount: (count, expected) => ({
+      sql: `SELECT json_extract('{}', '$ ${STALE_READ} ' || n) FROM (${count.sql}) WHERE n <> ?`,
+      bindings: [...count.bindings, expected],
+    }),
     plansFromStatistics: false,
     analysedRows: async () => 0,
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
