@@ -131,8 +131,11 @@ function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
       return op.rows.flatMap((row): Claim[] => [[`order:${row.externalId}`, true], ...contact(row.email)]);
     case 'identify':
       return [...contact(op.email), ...(op.anonymousId ? [[`anonymous:${op.anonymousId}`, true] as Claim] : [])];
-    case 'anonymous-visit':
-      return [[`anonymous:${op.anonymousId}`, true]];
+    case 'anonymous-visit': {
+      // A visit of a claimed id belongs to its contact: beside that contact's erasure it would race over the id.
+      const owner = model.ownerOfAnonymous(op.anonymousId);
+      return [[`anonymous:${op.anonymousId}`, true], ...(owner === undefined ? [] : [[`contact:${ofKey(owner)}`, false] as Claim])];
+    }
     case 'event-batch':
       return op.emails.flatMap(contact);
     case 'upsert-contact':

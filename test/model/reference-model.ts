@@ -74,6 +74,11 @@ export class ReferenceModel {
   /** Webhook retry keys seen: `<event_type>|<key>`. */
   private readonly retryKeys = new Set<string>();
   private readonly anonymousOwners = new Map<string, string>();
+
+  /** The contact that claimed an anonymous id, while it lives (an erasure frees the id). */
+  ownerOfAnonymous(anonymousId: string): string | undefined {
+    return this.anonymousOwners.get(anonymousId);
+  }
   private readonly anonymousVisits = new Map<string, number>();
   readonly recipients = new Map<string, number>();
   readonly campaignsSent = new Set<string>();
