@@ -86,3 +86,5 @@ export function createKnownContacts(dialect: Dialect) {
 }
 
 export type KnownContacts = ReturnType<typeof createKnownContacts>;
+/** One transaction's view of the remembered contacts. */
+export type RememberedContacts = ReturnType<KnownContacts['within']>;

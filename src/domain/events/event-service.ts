@@ -22,7 +22,7 @@ import { ActivityDelta } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { createEventBatches } from './event-batch.js';
 import type { TableGrowth } from '../db/table-growth.js';
-import type { KnownContacts } from '../contacts/known-contacts.js';
+import type { KnownContacts, RememberedContacts } from '../contacts/known-contacts.js';
 import type { EventOwner, EventWrite, EventWriteResult } from './event-write.js';
 import { compositeKey } from '../shared/keys.js';
 
@@ -47,7 +47,6 @@ export function createEventService(deps: {
   knownContacts: KnownContacts;
 }) {
   const { knex, writer, eventStore, contactStore, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth, knownContacts } = deps;
-  type RememberedContacts = ReturnType<KnownContacts['within']>;
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace (remembered ones unread). */
   async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[], remembered: RememberedContacts) {
