@@ -56,10 +56,10 @@ export function readPeakRssKib(pid: number): number | null {
   }
 }
 
-/** utime + stime of a process, from /proc (Linux; clock ticks of 1/100 s). */
-function readCpuSeconds(pid: number): number | null {
+/** utime + stime of a process or thread, from its /proc stat file (Linux; clock ticks of 1/100 s). */
+export function statCpuSeconds(statPath: string): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const stat = readFileSync(statPath, 'utf8');
     // The fields after the command name, which may hold spaces, start after its closing parenthesis.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) / 100;
@@ -121,7 +121,7 @@ export function spawnNode(
     label,
     pid,
     peakRssKib: () => readPeakRssKib(pid),
-    cpuSeconds: () => readCpuSeconds(pid),
+    cpuSeconds: () => statCpuSeconds(`/proc/${pid}/stat`),
     stderr: () => stderr,
     stop,
     exited,

@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
+import { cpuBetween, cpuSnapshot, type CpuSplit } from './cpu-split.js';
 import { runLoad, type LoadOptions, type LoadResult } from './load.js';
+import { runWritePath, type DomainCall } from './write-path.js';
 import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
 import { killAll, runJson, startServer, STOP_TIMEOUT_MS, type ServerProcess, type WriteCounters } from './processes.js';
 import { measureBatchLatency, measureInsertCeiling, seedContacts, writeEventsFile } from './events-volume.js';
@@ -129,6 +131,8 @@ interface Row {
   peakRssKib: number | null;
   /** emk's group commits during the measured run (not the warm-up); absent for the bare route. */
   writes?: WriteCounters | null;
+  /** Where the CPU went during the measured run. */
+  cpu?: CpuSplit | null;
 }
 
 /** Counters accrued between two readings; null when either is missing. */
@@ -252,11 +256,13 @@ async function measure(server: ServerProcess, path: string, requests: Requests, 
   // Only `emk serve` answers SIGUSR2 with its counters (it would stop a bare node process).
   const counters = () => (options.countWrites ? server.writeCounters() : Promise.resolve(null));
   const before = await counters();
+  const cpuBefore = cpuSnapshot(server.pid);
   const result = await runLoad({ ...load, duration: DURATION_S });
+  const cpu = cpuBetween(cpuBefore, cpuSnapshot(server.pid));
   await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
   const writes = countersBetween(before, await counters());
   const peakRssKib = server.peakRssKib();
-  return { result, peakRssKib, writes };
+  return { result, peakRssKib, writes, cpu };
 }
 
 const BARE_LABELS: Record<Route, string> = {
@@ -269,13 +275,14 @@ async function runBare(route: Route): Promise<Row> {
   log(`bare route, ${route} body…`);
   const server = await startServer('bare server', [BARE_SERVER], { ...process.env, PORT: '0', HOST: '127.0.0.1' }, ROOT);
   try {
-    const { result, peakRssKib } = await measure(server, '/bare/event', { bodies: bareBodies(route) }, {});
+    const { result, peakRssKib, cpu } = await measure(server, '/bare/event', { bodies: bareBodies(route) }, {});
     return {
       target: `bare POST (${BARE_LABELS[route]} body)`,
       database: '-',
       result,
       bareRps: result.requestsPerSecond,
       peakRssKib,
+      cpu,
     };
   } finally {
     await server.stop();
@@ -337,27 +344,50 @@ async function runEmk(
 ): Promise<{ rows: Row[]; workspace: Workspace }> {
   log(`emk on ${databaseLabel}: bootstrapping…`);
   const workspace = await bootstrap(databaseUrl);
-  const targets: Array<{ route: Route; path: string; label: string; headers: Record<string, string> }> = [
-    { route: 'collect', path: '/collect/event', label: 'POST /collect/event', headers: {} },
-    { route: 'events', path: '/api/v1/events', label: 'POST /api/v1/events', headers: { 'x-api-key': workspace.apiKey } },
+  const webhookAuthorization = `Bearer ${workspace.integrationKey}`;
+  const targets: Array<{ route: Route; path: string; label: string; headers: Record<string, string>; call: DomainCall }> = [
+    {
+      route: 'collect',
+      path: '/collect/event',
+      label: 'POST /collect/event',
+      headers: {},
+      call: async (services, body) => {
+        const event = JSON.parse(body) as { site_id: string };
+        return services.events.collect((await services.workspaces.findBySiteId(event.site_id)).id, event);
+      },
+    },
+    {
+      route: 'events',
+      path: '/api/v1/events',
+      label: 'POST /api/v1/events',
+      headers: { 'x-api-key': workspace.apiKey },
+      call: (services, body) => services.events.create(workspace.workspaceId, JSON.parse(body)),
+    },
     {
       route: 'webhook',
       path: `/ecom/website/${workspace.integrationId}`,
       label: 'webhook order_placed (3 items, new contact)',
-      headers: { authorization: `Bearer ${workspace.integrationKey}` },
+      headers: { authorization: webhookAuthorization },
+      call: async (services, body) =>
+        services.webhook.handle(await services.integrations.authenticateWebhook(workspace.integrationId, 'website', webhookAuthorization), body),
     },
   ];
   const rows: Row[] = [];
-  for (const { route, path, label, headers } of EVENT_ROUTES ? targets : []) {
+  for (const { route, path, label, headers, call } of EVENT_ROUTES ? targets : []) {
     log(`emk on ${databaseLabel}: ${label}…`);
+    const bodies = bodiesFor(route, workspace);
     const server = await startEmk(databaseUrl);
     try {
-      const requests: Requests = { bodies: bodiesFor(route, workspace), ...(route === 'webhook' ? { nextBody: newOrderBody } : {}) };
-      const { result, peakRssKib, writes } = await measure(server, path, requests, headers, { countWrites: true });
-      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib, writes });
+      const requests: Requests = { bodies, ...(route === 'webhook' ? { nextBody: newOrderBody } : {}) };
+      const { result, peakRssKib, writes, cpu } = await measure(server, path, requests, headers, { countWrites: true });
+      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib, writes, cpu });
     } finally {
       await stopChecked(server, `emk serve (${databaseLabel}, ${label})`, failures);
     }
+    log(`emk on ${databaseLabel}: ${label}, write path alone…`);
+    const nextBody = route === 'webhook' ? newOrderBody : (client: number) => bodies[client % bodies.length]!;
+    const alone = await runWritePath(databaseUrl, call, nextBody, { connections: CONNECTIONS, seconds: DURATION_S, warmupSeconds: WARMUP_S });
+    rows.push({ target: `  same, write path alone (no HTTP)`, database: databaseLabel, bareRps: bare[route], peakRssKib: null, ...alone });
   }
   return { rows, workspace };
 }
@@ -590,6 +620,36 @@ function table(rows: Row[]): string {
   return formatTable(header, lines);
 }
 
+/**
+ * Where the CPU went in each row, per request: the server's main thread and its other threads, PostgreSQL's
+ * processes and the load generator, and how busy the machine was. A row whose machine is near 100 % is bound by
+ * CPU; one whose main thread is near a full core by that thread; one with neither by a wait (a commit).
+ */
+function cpuTable(rows: Row[]): string {
+  const header = ['target', 'database', 'requests/s', 'main µs/req', 'threads µs/req', 'PostgreSQL µs/req', 'load gen µs/req', 'all µs/req', 'main busy', 'machine busy'];
+  const lines = rows.flatMap(({ target, database, result, cpu }) => {
+    if (!cpu || result.total === 0) return [];
+    const perRequest = (seconds: number) => ((seconds * 1e6) / result.total).toFixed(0);
+    const onPostgres = database === 'postgres';
+    const all = cpu.serverMain + cpu.serverOther + (onPostgres ? cpu.postgres : 0) + cpu.loadGenerator;
+    return [
+      [
+        target,
+        database,
+        result.requestsPerSecond.toFixed(0),
+        perRequest(cpu.serverMain),
+        perRequest(cpu.serverOther),
+        onPostgres ? perRequest(cpu.postgres) : '-',
+        perRequest(cpu.loadGenerator),
+        perRequest(all),
+        `${((100 * cpu.serverMain) / DURATION_S).toFixed(0)} %`,
+        `${(100 * cpu.machineBusy).toFixed(0)} % of ${cpu.cores}`,
+      ],
+    ];
+  });
+  return formatTable(header, lines);
+}
+
 function formatTable(header: string[], lines: string[][]): string {
   const widths = header.map((title, i) => Math.max(title.length, ...lines.map((line) => line[i]!.length)));
   const format = (cells: string[]) => cells.map((cell, i) => (i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  ');
@@ -718,7 +778,7 @@ async function main(): Promise<void> {
     await cleanUp();
   }
 
-  process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n`);
+  process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n\n${cpuTable(rows)}\n`);
   if (syncRows.length > 0) process.stdout.write(`\n${syncTable(syncRows)}\n`);
   if (eventsRows.length > 0) process.stdout.write(`\n${eventsTable(eventsRows)}\n`);
   if (campaignRows.length > 0) process.stdout.write(`\n${formatTable(...campaignTable(campaignRows))}\n`);

@@ -90,6 +90,32 @@ for (const dialect of DIALECTS) {
       expect(groups).toEqual([['l-first'], ['l-1', 'l-2']]);
     });
 
+    it("starts the next group before the committed group's callers resume: the database works while they are answered", async () => {
+      const writer = new WriteBatcher(db, { concurrency: 1 });
+      const started: string[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((r) => (release = r));
+      let signal!: () => void;
+      const firstStarted = new Promise<void>((r) => (signal = r));
+      const record: BatchHandler<string, string> = async (trx, values) => {
+        started.push(...values);
+        if (values.includes('n-first')) {
+          signal();
+          await held;
+        }
+        await trx('batch_probe').insert(values.map((value) => ({ value })));
+        return values;
+      };
+      // What had started when the first caller resumed.
+      const first = writer.submit(record, 'n-first').then(() => [...started]);
+      await firstStarted;
+      const next = writer.submit(record, 'n-next');
+      release();
+      expect(await first).toEqual(['n-first', 'n-next']);
+      await next;
+      expect(await db.knex('batch_probe').whereIn('value', ['n-first', 'n-next'])).toHaveLength(2);
+    });
+
     it('a batch of many rows is a group by itself, and runs beside a running one at once where there are two writers', async () => {
       const writer = new WriteBatcher(db, { concurrency: 2 });
       const started: string[] = [];

@@ -108,8 +108,14 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     store: productActivityStore,
   });
   const jobs = createJobQueue({ db, store: createJobStore(dialect) });
-  // A committed fact wakes this process's worker at once (other processes' find it by their poll).
-  const outbox = createTriggerOutbox(dialect, { onCommit: () => jobs.wake('facts') });
+  // A committed fact wakes this process's worker at once (other processes' find it by their poll) and counts
+  // toward the outbox's statistics.
+  const outbox = createTriggerOutbox(dialect, {
+    onCommit: (facts) => {
+      jobs.wake('facts');
+      tableGrowth.added('trigger_outbox', facts);
+    },
+  });
   const apiKeys = createApiKeyService({ knex, store: createApiKeyStore(), writeTransaction: db.writeTransaction, clock });
   const integrations = createIntegrationService({
     knex,
@@ -238,6 +244,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     events,
     orderUpsert,
     carts,
+    tableGrowth,
     applyProductEvent: products.applyWebhookEvent,
     resolveIdentityToken: (trx, workspaceId, token) => identityTokens.resolve(workspaceId, token, trx),
   });

@@ -11,9 +11,11 @@ const MIN_GROWTH_ROWS = 10_000;
  * autovacuum refreshes only after a tenth of the table has changed, later under load, and never where it is off.
  * A bulk load outgrows them within a minute: with the statistics of an empty `events` table, a chunk's
  * dedupe-key lookup read every event of the workspace (152 ms at 340,000 events; the import fell from 8,200 to
- * 4,800 rows/s) where the (workspace, dedupe key) index takes 1.8 ms. The bulk writers report the rows they
- * add (event batches and imports their events, the order sync its orders, every path the contacts it creates),
- * each looked up by key in the next chunk; a table grown by half since its last analysis (and by at least MIN_GROWTH_ROWS) is analysed again in
+ * 4,800 rows/s) where the (workspace, dedupe key) index takes 1.8 ms; likewise every webhook order's lookup by
+ * key read every order of the workspace (4.2 ms at 13,000 orders, 0.12 ms analysed). The writers report the
+ * rows they add (event batches and imports their events, the order sync, the webhook and the API their orders,
+ * every path the contacts it creates, every commit its trigger facts), each looked up by key in the next
+ * write; a table grown by half since its last analysis (and by at least MIN_GROWTH_ROWS) is analysed again in
  * the background, one table at a time, so a load of N rows analyses a table about log₁.₅(N / 10,000) times,
  * and a table already large never during an ordinary load. SQLite's queries are written not to need statistics:
  * there nothing happens.

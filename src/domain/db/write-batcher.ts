@@ -70,6 +70,9 @@ export const writeCounters = () => ({
 export class WriteBatcher {
   private queue: Pending[] = [];
   private queuedWeight = 0;
+  /** Transactions running now, a slot each (at most `concurrency`). */
+  private readonly writing = new Set<object>();
+  /** Every flush not yet settled: drain waits for these. */
   private readonly flushes = new Set<Promise<void>>();
   private closed = false;
   private flushScheduled = false;
@@ -159,12 +162,16 @@ export class WriteBatcher {
   }
 
   private startFlushes(): void {
-    while (this.queue.length > 0 && this.flushes.size < this.options.concurrency) {
-      if (this.flushes.size > 0 && this.queuedWeight < BACKLOG_FOR_SECOND_WRITER) return;
-      const batch = this.takeGroup();
-      const flush: Promise<void> = this.flush(batch).finally(() => {
+    while (this.queue.length > 0 && this.writing.size < this.options.concurrency) {
+      if (this.writing.size > 0 && this.queuedWeight < BACKLOG_FOR_SECOND_WRITER) return;
+      const slot = {};
+      this.writing.add(slot);
+      const release = () => {
+        if (this.writing.delete(slot)) this.startFlushes();
+      };
+      const flush: Promise<void> = this.flush(this.takeGroup(), release).finally(() => {
         this.flushes.delete(flush);
-        this.startFlushes();
+        release();
       });
       this.flushes.add(flush);
     }
@@ -183,15 +190,21 @@ export class WriteBatcher {
     return this.queue.splice(0, count);
   }
 
-  private async flush(batch: Pending[]): Promise<void> {
+  /**
+   * `committed` frees the writer's slot as soon as the group's transaction has ended, and the callers resume on
+   * the next macrotask: the next group's transaction first runs up to its call into the driver, so the database
+   * works on it while this group's callers are answered (their replies no longer delay its commit).
+   */
+  private async flush(batch: Pending[], committed: () => void = () => {}): Promise<void> {
     try {
       const results = await this.db.writeTransaction((trx) => this.apply(trx, batch));
+      committed();
       groupCommitStats.groups++;
       groupCommitStats.items += batch.length;
       this.recentSizes.push(batch.length);
       if (this.recentSizes.length > PRESSURE_GROUPS) this.recentSizes.shift();
       this.lastCommitAt = Date.now();
-      batch.forEach((pending, i) => pending.resolve(results[i]));
+      setImmediate(() => batch.forEach((pending, i) => pending.resolve(results[i])));
     } catch (error) {
       // Still locked after every attempt: no item is to blame, and alone each would wait as long again.
       if (batch.length === 1 || error instanceof UnavailableError) return batch.forEach((pending) => pending.reject(error));

@@ -145,6 +145,7 @@ export function createOrderService(deps: {
         await outbox.record(trx, [orderPlacedFact(order)]);
         return order;
       });
+      tableGrowth.added('orders', 1);
       const [record] = await orderStore.toOrders(knex, [row]);
       return {
         id: record!.id,

@@ -44,10 +44,12 @@ export function triggerTypeForEvent(eventName: string): TriggerType {
 /**
  * Records fired triggers in the durable outbox. Callers pass their own transaction, so the trigger is stored
  * exactly when the fact that fires it is: nothing is lost if the process dies after replying, and nothing
- * fires for a write that rolled back. Once the transaction commits, this process's worker is woken
- * (`onCommit`); workers of other processes find the facts by their short poll.
+ * fires for a write that rolled back. Once the transaction commits, `onCommit` is told how many facts it
+ * added: this process's worker is woken, and the table's statistics follow its growth (the worker claims the
+ * oldest pending facts by index; with an empty table's statistics PostgreSQL read every pending fact instead,
+ * 23 ms for 26,000); workers of other processes find the facts by their short poll.
  */
-export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () => void } = {}) {
+export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: (facts: number) => void } = {}) {
   const toFact = (row: Record<string, unknown>): OutboxFact => ({
     id: Number(row.id),
     workspaceId: row.workspace_id as string,
@@ -84,7 +86,8 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: () =
         ['payload'],
         { hold: true },
       );
-      if (options.onCommit) trx.executionPromise.then(options.onCommit, () => {});
+      const { onCommit } = options;
+      if (onCommit) trx.executionPromise.then(() => onCommit(facts.length), () => {});
     },
 
     /**
