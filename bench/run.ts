@@ -778,7 +778,8 @@ async function main(): Promise<void> {
     await cleanUp();
   }
 
-  process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n\n${cpuTable(rows)}\n`);
+  process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n`);
+  if (rows.some((row) => row.cpu)) process.stdout.write(`\n${cpuTable(rows)}\n`);
   if (syncRows.length > 0) process.stdout.write(`\n${syncTable(syncRows)}\n`);
   if (eventsRows.length > 0) process.stdout.write(`\n${eventsTable(eventsRows)}\n`);
   if (campaignRows.length > 0) process.stdout.write(`\n${formatTable(...campaignTable(campaignRows))}\n`);
