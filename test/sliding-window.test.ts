@@ -330,7 +330,7 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('database counter store (Pos
     expect(await store.increment([k], start)).toEqual([{ previous: 0, current: 2 }]);
     // ... while another key keeps a flush in flight, so the release and the next request share a flush.
     const busy = store.increment([`${k}:other`], start);
-    store.release([k], start);
+    store.release([k], start, [2]);
     const third = store.increment([k], start);
     await busy;
     // Accepted so far: the first request only, so the third one is the 2nd in the window.
@@ -338,5 +338,80 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('database counter store (Pos
     await store.close();
     const row = await db.knex('rate_limit_counters').where({ key: k }).first();
     expect(Number(row.count)).toBe(2);
+  });
+
+  it('far from its limit a store reserves positions ahead: one upsert serves many requests, positions stay in order', async () => {
+    const statements: string[] = [];
+    const onQuery = (query: { sql: string }) => void (/rate_limit_counters/.test(query.sql) && statements.push(query.sql));
+    db.knex.on('query', onQuery);
+    try {
+      const limiter = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
+      const budget = [{ key: `ahead:${Math.random()}`, limit: 1_000_000 }];
+      const remaining: number[] = [];
+      for (let i = 0; i < 200; i++) remaining.push((await limiter.spend(budget))!.remaining);
+      expect(remaining).toEqual(Array.from({ length: 200 }, (_, i) => 1_000_000 - 1 - i));
+      // Blocks of 64 ahead plus the request's own: 4 reservations (and the previous window's count, read once).
+      const upserts = statements.filter((sql) => /^insert/i.test(sql));
+      expect(upserts).toHaveLength(4);
+      await limiter.close();
+      // Closing gives back the unused positions: the window counts the 200 requests, no more.
+      const row = await db.knex('rate_limit_counters').where({ key: budget[0]!.key }).first();
+      expect(Number(row.count)).toBe(200);
+    } finally {
+      db.knex.removeListener('query', onQuery);
+    }
+  });
+
+  it('two stores reserving ahead, taking turns, admit exactly the limit between them, each position once', async () => {
+    const other = openDatabase(database.url);
+    try {
+      const a = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
+      const b = createRateLimiter(createDatabaseCounterStore(other.knex), () => T0 + 1_000);
+      // Limit 300: the first blocks are 29 ahead, shrinking to one position at a time near the limit.
+      const budget = [{ key: `ahead-shared:${Math.random()}`, limit: 300 }];
+      const decisions = [];
+      for (let i = 0; i < 500; i++) decisions.push(await (i % 2 ? a : b).spend(budget));
+      const allowed = decisions.filter((d) => d?.allowed);
+      expect(allowed).toHaveLength(300);
+      expect(allowed.map((d) => d!.remaining).sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+      await a.close();
+      await b.close();
+      const row = await db.knex('rate_limit_counters').where({ key: budget[0]!.key }).first();
+      expect(Number(row.count)).toBe(300);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('under a concurrent burst on two stores, blocks never let more than the limit through, and no position twice', async () => {
+    const other = openDatabase(database.url);
+    try {
+      const a = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
+      const b = createRateLimiter(createDatabaseCounterStore(other.knex), () => T0 + 1_000);
+      const budget = [{ key: `ahead-burst:${Math.random()}`, limit: 300 }];
+      const decisions = await Promise.all(Array.from({ length: 600 }, (_, i) => (i % 2 ? a : b).spend(budget)));
+      const remaining = decisions.filter((d) => d?.allowed).map((d) => d!.remaining);
+      // Positions a store holds unused when its requests run out make the other refuse early, never late.
+      expect(remaining.length).toBeLessThanOrEqual(300);
+      expect(remaining.length).toBeGreaterThanOrEqual(240);
+      expect(new Set(remaining).size).toBe(remaining.length);
+      await a.close();
+      await b.close();
+      const row = await db.knex('rate_limit_counters').where({ key: budget[0]!.key }).first();
+      expect(Number(row.count)).toBe(remaining.length);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('positions reserved ahead and not used are given back when the window rolls', async () => {
+    const store = createDatabaseCounterStore(db.knex);
+    const k = `roll-ahead:${Math.random()}`;
+    expect(await store.increment([k], T0, [10_000])).toEqual([{ previous: 0, current: 1 }]);
+    // The next window: its first request finds the one request of the window before, not the block reserved.
+    expect(await store.increment([k], T0 + W, [10_000])).toEqual([{ previous: 1, current: 1 }]);
+    await store.close();
+    const rows = await db.knex('rate_limit_counters').where({ key: k }).orderBy('window_start');
+    expect(rows.map((r) => Number(r.count))).toEqual([1, 1]);
   });
 });

@@ -24,6 +24,7 @@ export function createRateLimiter(store: CounterStore, clock: Clock = systemCloc
       const counts = await store.increment(
         active.map((b) => b.key),
         start,
+        active.map((b) => b.limit),
       );
       const decisions = active.map((b, i) => decide(b.limit, counts[i]!, now));
       const refused = decisions.filter((d) => !d.allowed);
@@ -31,6 +32,7 @@ export function createRateLimiter(store: CounterStore, clock: Clock = systemCloc
         store.release(
           active.map((b) => b.key),
           start,
+          counts.map((c) => c.current),
         );
         return refused.reduce((a, b) => (b.retryAfterSeconds > a.retryAfterSeconds ? b : a));
       }
