@@ -222,6 +222,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     outbox,
     attributeOrders: attribution.attributeOrders,
     activity: productActivity,
+    tableGrowth,
   });
   const orders = createOrderService({
     knex,
@@ -244,7 +245,6 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     events,
     orderUpsert,
     carts,
-    tableGrowth,
     applyProductEvent: products.applyWebhookEvent,
     resolveIdentityToken: (trx, workspaceId, token) => identityTokens.resolve(workspaceId, token, trx),
   });

@@ -41,7 +41,7 @@ export function createOrderService(deps: {
   upsert: OrderUpsert;
   outbox: TriggerOutbox;
   activity: ProductActivity;
-  /** A sync reports the orders it adds (planner statistics on PostgreSQL). */
+  /** A plain insert reports its order (planner statistics on PostgreSQL; the upsert reports its own). */
   tableGrowth: TableGrowth;
 }) {
   const { knex, writer, writeTransaction, orderStore, contactStore, ensureContacts, upsert, outbox, activity, tableGrowth } = deps;
@@ -98,8 +98,8 @@ export function createOrderService(deps: {
     });
   }
 
-  async function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
-    const result = await writeRowBatch({
+  function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
+    return writeRowBatch({
       schema: syncOrderSchema,
       listName: 'orders',
       rows,
@@ -108,8 +108,6 @@ export function createOrderService(deps: {
       run: (unit, rows) => (dryRun ? rehearse(writeTransaction, unit) : writer.run(unit, rows)),
       write: (trx, valid, counts) => syncRows(trx, workspaceId, valid, counts),
     });
-    if (!dryRun) tableGrowth.added('orders', result.inserted);
-    return result;
   }
 
   return {

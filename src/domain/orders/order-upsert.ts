@@ -6,6 +6,7 @@ import { ActivityDelta, type OrderActivity } from '../recommendations/activity-d
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { orderNumberKey, type OrderItem } from './order.schema.js';
 import type { OrderRow, OrderStore } from './order-store.js';
+import type { TableGrowth } from '../db/table-growth.js';
 
 /**
  * The set-based upsert engine behind the webhook's order events and historical sync: orders keyed by their
@@ -120,8 +121,10 @@ export function createOrderUpsert(deps: {
   attributeOrders: AttributeOrders;
   /** Units sold and co-occurrence feed the recommendation aggregates, in the same transaction. */
   activity: ProductActivity;
+  /** New orders are reported as they are written (planner statistics on PostgreSQL). */
+  tableGrowth: TableGrowth;
 }) {
-  const { orderStore, outbox, attributeOrders, activity } = deps;
+  const { orderStore, outbox, attributeOrders, activity, tableGrowth } = deps;
 
   /** The stored row after applying a change to an existing order; null when nothing differs. */
   function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange): Partial<OrderRow> | null {
@@ -284,6 +287,9 @@ export function createOrderUpsert(deps: {
       }
       if (pending.length > 0) throw new Error('order upsert did not settle');
     }
+    // Every later write looks orders up by key and by contact. Counted before the commit: a rolled-back write
+    // (a dry run) only brings an analysis forward.
+    tableGrowth.added('orders', results.filter((r) => r.outcome === 'inserted').length);
     return results;
   }
 

@@ -2,7 +2,6 @@ import type { Knex } from 'knex';
 import type { CartService } from '../carts/cart-service.js';
 import type { ContactService } from '../contacts/contact-service.js';
 import { contactKey } from '../contacts/contact-store.js';
-import type { TableGrowth } from '../db/table-growth.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import { canonicalEventName } from '../events/event-names.js';
 import type { EventService } from '../events/event-service.js';
@@ -34,7 +33,6 @@ export interface WebhookDeps {
   events: EventService;
   orderUpsert: OrderUpsert;
   carts: CartService;
-  tableGrowth: TableGrowth;
   applyProductEvent(
     trx: Knex.Transaction,
     integration: { workspaceId: string; platform: string; domain: string },
@@ -53,7 +51,7 @@ const storedKey = (key: DeliveryKey) => compositeKey(key.workspace_id, key.event
  * (workspace, event_type, external_id), so two concurrent deliveries of one event apply it once.
  */
 export function createWebhookService(deps: WebhookDeps) {
-  const { writer, deliveryStore, contacts, events, orderUpsert, carts, tableGrowth } = deps;
+  const { writer, deliveryStore, contacts, events, orderUpsert, carts } = deps;
 
   /** Records the retry keys; returns the deliveries seen before (or earlier in this same group). */
   async function duplicates(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Set<Delivery>> {
@@ -188,9 +186,7 @@ export function createWebhookService(deps: WebhookDeps) {
         timeline.push(timelineEvent(d, contactId, source, true));
       }
     }
-    const inserted = (await orderUpsert.applyOrderChanges(trx, orderChanges)).filter((r) => r.outcome === 'inserted').length;
-    // Every later group looks its orders up by key and by contact: the statistics must follow the table's growth.
-    if (inserted > 0) void trx.executionPromise.then(() => tableGrowth.added('orders', inserted), () => {});
+    await orderUpsert.applyOrderChanges(trx, orderChanges);
     await carts.applyCartChanges(trx, cartChanges);
     await events.recordEvents(trx, timeline);
 
