@@ -35,6 +35,7 @@ import { createSettingsStore } from './settings/settings-store.js';
 import { createShipmentService } from './shipments/shipment-service.js';
 import { createShipmentStore } from './shipments/shipment-store.js';
 import { createTriggerOutbox } from './triggers/trigger-outbox.js';
+import { createOutboxPruner } from './triggers/outbox-pruner.js';
 import { createTriggerDispatcher } from './triggers/trigger-dispatcher.js';
 import { createWebhookDeliveryStore } from './webhook/webhook-delivery-store.js';
 import { createWebhookService } from './webhook/webhook-service.js';
@@ -336,6 +337,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     onFailure: (fact, error) =>
       process.stderr.write(`emk worker: trigger fact ${fact.id} (${fact.triggerType}) set aside: ${error instanceof Error ? error.message : String(error)}\n`),
   });
+  const outboxPruner = createOutboxPruner({ db, oldestFactInUse: flowEngine.oldestFactInUse, clock });
   const reports = createReportService({ knex, orderStore, campaignStore, flowStore });
   const consent = createConsentService({ knex, tracking, contactStore, contacts, workspaces });
   const dataRights = createDataRightsService({
@@ -380,8 +382,9 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
     jobs,
     /** What the worker runs, by job kind: each noun's handlers. */
     jobHandlers: { ...campaigns.handlers, ...segments.handlers, ...flowEngine.handlers },
-    /** What the worker drains before each claim: the trigger outbox. */
-    workerPumps: [() => dispatcher.drainOnce()],
+    /** What the worker drains before each claim: the trigger outbox, then its consumed facts once unneeded. */
+    workerPumps: [() => dispatcher.drainOnce(), () => outboxPruner.pruneOnce()],
+    outboxPruner,
     dispatcher,
     suppressions,
     templates,

@@ -379,6 +379,9 @@ export function createFlowEngine(deps: {
     consumeFacts,
     handlers,
 
+    /** The oldest trigger fact a waiting job will read (a cart check reads its cart fact and those after it). */
+    oldestFactInUse: () => jobs.smallestInPayload(FLOW_JOBS.cartCheck, 'factId'),
+
     /** A flow went live again: its held enrolments continue (each from its step, when its wait is over). */
     async resume(trx: Knex.Transaction, flowId: string): Promise<void> {
       await jobs.enqueue(trx, stepJobsWhenDue(await store.inProgress(trx, flowId), clock()));

@@ -109,6 +109,9 @@ export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Cl
 
     pendingCount: (kinds?: string[]) => store.pendingCount(db.knex, kinds),
 
+    /** The smallest number waiting jobs of a kind carry in a payload field: what they will still read. */
+    smallestInPayload: (kind: string, field: string) => store.smallestInPayload(db.knex, kind, field),
+
     /** Whether a job of this kind waits to run, read in the caller's transaction (a job that repeats itself keeps one). */
     hasWaiting: (trx: Knex.Transaction, kind: string) => store.hasWaiting(trx, kind),
     failed: (limit = 50) => store.failed(db.knex, limit),

@@ -108,6 +108,13 @@ export function createJobStore(dialect: Dialect) {
       return dialect.readNullableNumber(row?.at);
     },
 
+    /** The smallest number the jobs of this kind that have not given up carry in a payload field (null: none). */
+    async smallestInPayload(db: Db, kind: string, field: string): Promise<number | null> {
+      const value = dialect.jsonFieldNumber('payload', field);
+      const row = await db('jobs').where({ kind }).whereNull('failed_at').first(db.raw(`MIN(${value.sql}) AS n`, value.bindings));
+      return dialect.readNullableNumber(row?.n);
+    },
+
     async pendingCount(db: Db, kinds?: string[]): Promise<number> {
       const query = db('jobs').whereNull('failed_at');
       if (kinds) query.whereIn('kind', kinds);
