@@ -10,7 +10,7 @@ export interface BenchDatabase {
 
 const CONNECT_TIMEOUT_MS = 3_000;
 
-async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+export async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   await client.connect();
   try {
@@ -20,7 +20,7 @@ async function withAdmin<T>(adminUrl: string, work: (client: pg.Client) => Promi
   }
 }
 
-const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
+export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
 /**
  * Creates a fresh database `name` (default `emk_bench_<pid>`) on the server of `adminUrl`. Resolves
