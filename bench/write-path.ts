@@ -12,13 +12,17 @@ export interface WritePathRun {
   result: LoadResult;
   writes: WriteCounters;
   cpu: CpuSplit | null;
+  /** The worker's share of the same writes: draining the trigger facts the calls (warm-up included) recorded. */
+  consumed: { calls: number; facts: number; seconds: number; cpu: CpuSplit | null };
 }
 
 /**
  * The route's write path without HTTP: `connections` callers in this process, each calling the route's domain
  * function again as soon as its last call returned (as autocannon's connections do), for `seconds`. No
  * sockets, no Fastify, no load generator on the machine: the rate it reaches bounds the route's, and its ratio
- * to the bare route bounds the route's ratio. Its CPU split tells what bounds the write path itself.
+ * to the bare route bounds the route's ratio. Its CPU split tells what bounds the write path itself. Then the
+ * worker's part of the same writes: the trigger facts they recorded, drained as the worker drains them (no flows
+ * or segments defined: consuming a fact is claiming it and marking it processed).
  */
 export async function runWritePath(
   databaseUrl: string,
@@ -27,7 +31,10 @@ export async function runWritePath(
   options: { connections: number; seconds: number; warmupSeconds: number },
 ): Promise<WritePathRun> {
   const services = createServices(openDatabase(databaseUrl));
+  const pendingFacts = async () => Number((await services.db.knex('trigger_outbox').whereNull('processed_at').count({ n: '*' }))[0]!.n);
   try {
+    // Facts an earlier run left: consumed first, so the drain below consumes these calls' facts alone.
+    await services.dispatcher.drain();
     const drive = async (seconds: number, latencies: number[]) => {
       const deadline = performance.now() + seconds * 1000;
       await Promise.all(
@@ -40,7 +47,8 @@ export async function runWritePath(
         }),
       );
     };
-    await drive(options.warmupSeconds, []);
+    const warmup: number[] = [];
+    await drive(options.warmupSeconds, warmup);
     const before = writeCounters();
     const cpuBefore = cpuSnapshot(process.pid);
     const latencies: number[] = [];
@@ -49,6 +57,16 @@ export async function runWritePath(
     const elapsed = (performance.now() - started) / 1000;
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(process.pid));
     const after = writeCounters();
+    const facts = await pendingFacts();
+    const drainBefore = cpuSnapshot(process.pid);
+    const drainStarted = performance.now();
+    await services.dispatcher.drain();
+    const consumed = {
+      calls: warmup.length + latencies.length,
+      facts,
+      seconds: (performance.now() - drainStarted) / 1000,
+      cpu: cpuBetween(drainBefore, cpuSnapshot(process.pid)),
+    };
     latencies.sort((a, b) => a - b);
     const at = (share: number) => latencies[Math.min(latencies.length - 1, Math.floor(share * latencies.length))] ?? 0;
     return {
@@ -68,6 +86,7 @@ export async function runWritePath(
       },
       // The callers run on this process's main thread: there is no separate load generator.
       cpu: cpu && { ...cpu, loadGenerator: 0 },
+      consumed,
     };
   } finally {
     await services.close();
