@@ -17,9 +17,10 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('flows on three worker proce
     if (h) await closeHarness(h);
   });
 
-  function worker(): { child: ChildProcess; exited: Promise<number | null> } {
+  /** A worker whose database connections carry `name` (node-postgres reads PGAPPNAME), so the test sees it start. */
+  function worker(name: string): { child: ChildProcess; exited: Promise<number | null> } {
     const child = spawn(process.execPath, [EMK_BIN, 'worker', '--db', h.database.url], {
-      env: { ...process.env, ...NO_LIMITS, EMK_LOG_LEVEL: 'silent' },
+      env: { ...process.env, ...NO_LIMITS, EMK_LOG_LEVEL: 'silent', PGAPPNAME: name },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     return { child, exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))) };
@@ -41,8 +42,15 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('flows on three worker proce
     });
     const once = await create({ reentry: 'once', steps: [{ type: 'email', subject: 'Once', html: '<p>once</p>' }] });
 
-    const workers = [worker(), worker(), worker()];
+    const names = ['emk-worker-a', 'emk-worker-b', 'emk-worker-c'];
+    const workers = names.map(worker);
     try {
+      // Barrier: every worker has connected (it listens for SIGTERM from before that), so each takes part.
+      await eventually(
+        async () => (await h.services.db.knex('pg_stat_activity').whereIn('application_name', names).distinct('application_name')).length,
+        (connected) => connected === names.length,
+        60_000,
+      );
       // Two events per contact, written while the workers run.
       for (let round = 0; round < 2; round++) {
         const reply = await api('POST', '/events/batch', { events: emails.map((email) => ({ email, event_name: 'scale_test' })) });

@@ -31,13 +31,17 @@ export function workerCommand(): Command {
     runCommand(
       options,
       async (context) => {
+        // Listening before the database is opened: a SIGTERM while the worker is still starting ends it cleanly too.
+        let signalledEarly = false;
+        const signalled = options.once ? null : untilSignalled().then(() => void (signalledEarly = true));
         const services = await context.services();
         const concurrency = options.concurrency === undefined ? undefined : concurrencyFlag(options.concurrency);
         const workerOptions = workerOptionsFor(services, concurrency === undefined ? {} : { concurrency });
-        if (options.once) return { once: true, ...(await runDueJobs(workerOptions)) };
+        if (!signalled) return { once: true, ...(await runDueJobs(workerOptions)) };
+        if (signalledEarly) return { once: false, stopped: true };
         const worker = startWorker(workerOptions);
         context.log('emk worker running; Ctrl-C stops it after the jobs in hand');
-        await untilSignalled();
+        await signalled;
         await worker.stop();
         return { once: false, stopped: true };
       },
