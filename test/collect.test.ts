@@ -273,6 +273,19 @@ describeEachDatabase('Collect API', (h) => {
     expect(await contactsByEmail(ws, email)).toEqual([]);
   });
 
+  it('a request with two faults gets the first in the body’s order: a bad site_id before a bad event, a bad event before an unknown site', async () => {
+    const email = uniqueEmail('faults');
+    const badBoth = await collect({ site_id: 42, email });
+    expect(badBoth.statusCode).toBe(400);
+    expect(badBoth.json().error).toMatch(/^invalid request: site_id /);
+    const unknownSiteBadEvent = await collect({ site_id: 'site_does_not_exist', email });
+    expect(unknownSiteBadEvent.statusCode).toBe(400);
+    expect(unknownSiteBadEvent.json().error).toMatch(/^invalid request: event_name /);
+    const unknownSiteBadEmail = await identify({ site_id: 'site_does_not_exist', email: 'not-an-email' });
+    expect(unknownSiteBadEmail.statusCode).toBe(400);
+    expect(unknownSiteBadEmail.json().error).toMatch(/^invalid request: email /);
+  });
+
   it('an event with none of email, contact_id or anonymous_id is 400 naming them, and stores nothing', async () => {
     const ws = await h().workspace();
     for (const body of [

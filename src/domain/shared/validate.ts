@@ -74,6 +74,37 @@ function inOurWords(issue: z.core.$ZodRawIssue): string {
 
 const PARSE_OPTIONS = { error: inOurWords };
 
+/**
+ * Outputs of checks made ahead of the domain, by value and schema: a route checks its request with the domain's
+ * own schemas before the handler runs (so a 400 names the first fault in the spec's order), and the domain's
+ * parse of the same value with the same schema then takes that output once instead of parsing again.
+ */
+const checkedAhead = new WeakMap<object, Map<z.ZodType, unknown>>();
+
+/** checkInput, keeping a success for the next parse of this value with this schema. */
+export function checkInputAhead<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+): { success: true; data: z.output<S> } | { success: false; error: string } {
+  const result = checkInput(schema, value);
+  if (result.success && typeof value === 'object' && value !== null) {
+    const outputs = checkedAhead.get(value) ?? new Map<z.ZodType, unknown>();
+    outputs.set(schema, result.data);
+    checkedAhead.set(value, outputs);
+  }
+  return result;
+}
+
+/** The output a check ahead left for this value and schema, taken (a later parse parses again). */
+function takeCheckedAhead(schema: z.ZodType, value: unknown): { data: unknown } | null {
+  if (typeof value !== 'object' || value === null) return null;
+  const outputs = checkedAhead.get(value);
+  if (!outputs?.has(schema)) return null;
+  const data = outputs.get(schema);
+  outputs.delete(schema);
+  return { data };
+}
+
 export function describeIssue(issue: z.core.$ZodIssue): string {
   const field = fieldName(issue.path);
   return /^(must|is|has) /.test(issue.message) ? `${field} ${issue.message}` : `${field}: ${issue.message}`;
@@ -88,6 +119,8 @@ export function checkValue<S extends z.ZodType>(
   value: unknown,
   at: FieldPath = [],
 ): { success: true; data: z.output<S> } | { success: false; problem: string } {
+  const ahead = takeCheckedAhead(schema, value);
+  if (ahead) return { success: true, data: ahead.data as z.output<S> };
   const result = schema.safeParse(value, PARSE_OPTIONS);
   if (result.success) return { success: true, data: result.data };
   const issue = result.error.issues[0]!;

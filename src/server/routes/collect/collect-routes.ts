@@ -4,7 +4,7 @@ import { identifyReplySchema, identifySchema } from '../../../domain/contacts/co
 import type { Services } from '../../../domain/create-services.js';
 import { collectEventSchema } from '../../../domain/events/event.schema.js';
 import { parseInput, text } from '../../../domain/shared/validate.js';
-import { describeRoute } from '../../openapi/route-schema.js';
+import { bodyOf, describeRoute } from '../../openapi/route-schema.js';
 
 const siteSchema = z.object({ site_id: text(64).describe('The workspace site id') });
 
@@ -19,7 +19,7 @@ export function collectRoutes(services: Services) {
   return async (app: FastifyInstance) => {
     app.post(
       '/collect/identify',
-      { schema: describeRoute({ ...collect, summary: 'Identify a visitor by email (contact created if absent)', body: siteSchema.extend(identifySchema.shape), replies: { 200: identifyReplySchema } }) },
+      { schema: describeRoute({ ...collect, summary: 'Identify a visitor by email (contact created if absent)', body: bodyOf(siteSchema, identifySchema), replies: { 200: identifyReplySchema } }) },
       async (request) => {
         const workspace = await workspaceOf(request.body);
         return services.contacts.identify(workspace.id, request.body);
@@ -32,7 +32,7 @@ export function collectRoutes(services: Services) {
         schema: describeRoute({
           ...collect,
           summary: 'Record an event of a contact (by email or contact_id) or an anonymous visitor',
-          body: siteSchema.extend(collectEventSchema.shape),
+          body: bodyOf(siteSchema, collectEventSchema),
           replies: { 200: z.object({ success: z.literal(true) }) },
         }),
       },
