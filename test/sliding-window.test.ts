@@ -5,7 +5,7 @@ import {
   createMemoryCounterStore,
   type CounterStore,
 } from '../src/domain/rate-limits/counter-store.js';
-import { createRateLimiter, type RateLimitBudget } from '../src/domain/rate-limits/rate-limiter.js';
+import { createRateLimiter, type RateLimitBudget, type RateLimiter } from '../src/domain/rate-limits/rate-limiter.js';
 import { decide, WINDOW_MS, windowStartOf, type WindowCounts } from '../src/domain/rate-limits/sliding-window.js';
 import { createTestDatabase, type TestDatabase } from './helpers/test-databases.js';
 
@@ -299,26 +299,32 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('database counter store (Pos
 
   limiterScenarios('database', () => createDatabaseCounterStore(db.knex));
 
-  it('two stores on one database (two processes) share one budget, also under concurrency', async () => {
+  /** Two limiters on one database through two connections (two processes), closed once `run` is over. */
+  async function onTwoStores<T>(run: (a: RateLimiter, b: RateLimiter) => Promise<T>): Promise<T> {
     const other = openDatabase(database.url);
+    const a = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
+    const b = createRateLimiter(createDatabaseCounterStore(other.knex), () => T0 + 1_000);
     try {
-      const a = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
-      const b = createRateLimiter(createDatabaseCounterStore(other.knex), () => T0 + 1_000);
-      const budget = [{ key: `shared:${Math.random()}`, limit: 10 }];
-      const decisions = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).spend(budget)));
-      expect(decisions.filter((d) => d?.allowed)).toHaveLength(10);
-      // Each accepted request got its own position: remaining 9..0 handed out once each.
-      expect(
-        decisions
-          .filter((d) => d?.allowed)
-          .map((d) => d!.remaining)
-          .sort((x, y) => x - y),
-      ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      return await run(a, b);
+    } finally {
       await a.close();
       await b.close();
-    } finally {
       await other.close();
     }
+  }
+  const counted = async (key: string) => Number((await db.knex('rate_limit_counters').where({ key }).first()).count);
+
+  it('two stores on one database (two processes) share one budget, also under concurrency', async () => {
+    const budget = [{ key: `shared:${Math.random()}`, limit: 10 }];
+    const decisions = await onTwoStores((a, b) => Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).spend(budget))));
+    expect(decisions.filter((d) => d?.allowed)).toHaveLength(10);
+    // Each accepted request got its own position: remaining 9..0 handed out once each.
+    expect(
+      decisions
+        .filter((d) => d?.allowed)
+        .map((d) => d!.remaining)
+        .sort((x, y) => x - y),
+    ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
   it('a refused request taken back in the same flush as a new request does not inflate its count', async () => {
@@ -336,8 +342,7 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('database counter store (Pos
     // Accepted so far: the first request only, so the third one is the 2nd in the window.
     expect(await third).toEqual([{ previous: 0, current: 2 }]);
     await store.close();
-    const row = await db.knex('rate_limit_counters').where({ key: k }).first();
-    expect(Number(row.count)).toBe(2);
+    expect(await counted(k)).toBe(2);
   });
 
   it('far from its limit a store reserves positions ahead: one upsert serves many requests, positions stay in order', async () => {
@@ -355,53 +360,36 @@ describe.skipIf(!process.env.EMK_TEST_DATABASE_URL)('database counter store (Pos
       expect(upserts).toHaveLength(4);
       await limiter.close();
       // Closing gives back the unused positions: the window counts the 200 requests, no more.
-      const row = await db.knex('rate_limit_counters').where({ key: budget[0]!.key }).first();
-      expect(Number(row.count)).toBe(200);
+      expect(await counted(budget[0]!.key)).toBe(200);
     } finally {
       db.knex.removeListener('query', onQuery);
     }
   });
 
   it('two stores reserving ahead, taking turns, admit exactly the limit between them, each position once', async () => {
-    const other = openDatabase(database.url);
-    try {
-      const a = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
-      const b = createRateLimiter(createDatabaseCounterStore(other.knex), () => T0 + 1_000);
-      // Limit 300: the first blocks are 29 ahead, shrinking to one position at a time near the limit.
-      const budget = [{ key: `ahead-shared:${Math.random()}`, limit: 300 }];
-      const decisions = [];
-      for (let i = 0; i < 500; i++) decisions.push(await (i % 2 ? a : b).spend(budget));
-      const allowed = decisions.filter((d) => d?.allowed);
-      expect(allowed).toHaveLength(300);
-      expect(allowed.map((d) => d!.remaining).sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, i) => i));
-      await a.close();
-      await b.close();
-      const row = await db.knex('rate_limit_counters').where({ key: budget[0]!.key }).first();
-      expect(Number(row.count)).toBe(300);
-    } finally {
-      await other.close();
-    }
+    // Limit 300: the first blocks are 29 ahead, shrinking to one position at a time near the limit.
+    const budget = [{ key: `ahead-shared:${Math.random()}`, limit: 300 }];
+    const decisions = await onTwoStores(async (a, b) => {
+      const taken = [];
+      for (let i = 0; i < 500; i++) taken.push(await (i % 2 ? a : b).spend(budget));
+      return taken;
+    });
+    const allowed = decisions.filter((d) => d?.allowed);
+    expect(allowed).toHaveLength(300);
+    expect(allowed.map((d) => d!.remaining).sort((x, y) => x - y)).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    // Both stores closed: the window counts the admitted requests, no more.
+    expect(await counted(budget[0]!.key)).toBe(300);
   });
 
   it('under a concurrent burst on two stores, blocks never let more than the limit through, and no position twice', async () => {
-    const other = openDatabase(database.url);
-    try {
-      const a = createRateLimiter(createDatabaseCounterStore(db.knex), () => T0 + 1_000);
-      const b = createRateLimiter(createDatabaseCounterStore(other.knex), () => T0 + 1_000);
-      const budget = [{ key: `ahead-burst:${Math.random()}`, limit: 300 }];
-      const decisions = await Promise.all(Array.from({ length: 600 }, (_, i) => (i % 2 ? a : b).spend(budget)));
-      const remaining = decisions.filter((d) => d?.allowed).map((d) => d!.remaining);
-      // Positions a store holds unused when its requests run out make the other refuse early, never late.
-      expect(remaining.length).toBeLessThanOrEqual(300);
-      expect(remaining.length).toBeGreaterThanOrEqual(240);
-      expect(new Set(remaining).size).toBe(remaining.length);
-      await a.close();
-      await b.close();
-      const row = await db.knex('rate_limit_counters').where({ key: budget[0]!.key }).first();
-      expect(Number(row.count)).toBe(remaining.length);
-    } finally {
-      await other.close();
-    }
+    const budget = [{ key: `ahead-burst:${Math.random()}`, limit: 300 }];
+    const decisions = await onTwoStores((a, b) => Promise.all(Array.from({ length: 600 }, (_, i) => (i % 2 ? a : b).spend(budget))));
+    const remaining = decisions.filter((d) => d?.allowed).map((d) => d!.remaining);
+    // Positions a store holds unused when its requests run out make the other refuse early, never late.
+    expect(remaining.length).toBeLessThanOrEqual(300);
+    expect(remaining.length).toBeGreaterThanOrEqual(240);
+    expect(new Set(remaining).size).toBe(remaining.length);
+    expect(await counted(budget[0]!.key)).toBe(remaining.length);
   });
 
   it('positions reserved ahead and not used are given back when the window rolls', async () => {

@@ -39,7 +39,7 @@ export function createOutboxPruner(deps: {
   let finishedAt = -Infinity;
 
   return {
-    /** One batch: how many facts it went past (0: nothing to do until the next look). */
+    /** One batch: how many facts it went past, removed or kept for good (0: nothing to do until the next look). */
     async pruneOnce(): Promise<number> {
       const now = clock();
       if (now - finishedAt < PRUNE_EVERY_MS) return 0;
@@ -51,6 +51,7 @@ export function createOutboxPruner(deps: {
         .select('id', 'trigger_type', 'processed_at');
       const removable: number[] = [];
       let settled = settledThrough;
+      let wentPast = 0;
       let reachedLive = rows.length < PRUNE_BATCH;
       for (const row of rows) {
         const id = dialect.readNumber(row.id);
@@ -62,6 +63,7 @@ export function createOutboxPruner(deps: {
         }
         if (!KEPT_FOR_GOOD.has(row.trigger_type)) removable.push(id);
         settled = id;
+        wentPast++;
       }
       if (removable.length > 0) {
         await db.writeTransaction(async (trx) => {
@@ -70,7 +72,7 @@ export function createOutboxPruner(deps: {
       }
       settledThrough = settled;
       if (reachedLive) finishedAt = now;
-      return reachedLive ? removable.length : Math.max(1, removable.length);
+      return wentPast;
     },
   };
 }
