@@ -25,6 +25,7 @@ import * as createSegmentIngest from './202611241210_create_segment_ingest.js';
 import * as addContactErasedAt from './202611241220_add_contact_erased_at.js';
 import * as indexPairPartnersInRankOrder from './202611250100_index_pair_partners_in_rank_order.js';
 import * as createProductCategoryTotals from './202611250200_create_product_category_totals.js';
+import * as trimEventContactIndexes from './202611251000_trim_event_contact_indexes.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -62,4 +63,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611241220_add_contact_erased_at', addContactErasedAt],
   ['202611250100_index_pair_partners_in_rank_order', indexPairPartnersInRankOrder],
   ['202611250200_create_product_category_totals', createProductCategoryTotals],
+  ['202611251000_trim_event_contact_indexes', trimEventContactIndexes],
 ];
