@@ -26,6 +26,7 @@ import * as addContactErasedAt from './202611241220_add_contact_erased_at.js';
 import * as indexPairPartnersInRankOrder from './202611250100_index_pair_partners_in_rank_order.js';
 import * as createProductCategoryTotals from './202611250200_create_product_category_totals.js';
 import * as trimEventContactIndexes from './202611251000_trim_event_contact_indexes.js';
+import * as indexOutboxFactsReadByContact from './202611251100_index_outbox_facts_read_by_contact.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -64,4 +65,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611250100_index_pair_partners_in_rank_order', indexPairPartnersInRankOrder],
   ['202611250200_create_product_category_totals', createProductCategoryTotals],
   ['202611251000_trim_event_contact_indexes', trimEventContactIndexes],
+  ['202611251100_index_outbox_facts_read_by_contact', indexOutboxFactsReadByContact],
 ];

@@ -343,7 +343,7 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   const dataRights = createDataRightsService({
     knex,
     writeTransaction: db.writeTransaction,
-    store: createDataRightsStore(),
+    store: createDataRightsStore(outbox),
     contactStore,
     lists: { events, orders, messages },
     activity: productActivity,

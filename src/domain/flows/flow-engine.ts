@@ -8,7 +8,7 @@ import { chunk } from '../db/bulk.js';
 import { uuidv7 } from '../shared/ids.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import type { FactConsumer } from '../triggers/trigger-dispatcher.js';
-import type { OutboxFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
+import { CART_EVENT_NAMES, type OutboxFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import type { EmailStep, ExitReason } from './flow.schema.js';
 import { IN_PROGRESS, type EnrollmentRow, type FlowRow, type FlowStore, type TriggerContext } from './flow-store.js';
 import type { TriggerContexts } from './trigger-context.js';
@@ -21,12 +21,10 @@ export const STEP_BATCH = 100;
 /** Which contacts meet a flow's filters now (segment conditions, docs/segments.md). */
 export type FilterMatcher = (db: Db, workspaceId: string, conditions: Record<string, unknown>, contactIds: string[]) => Promise<Set<string>>;
 
-/** The events that are cart activity for abandoned-cart flows, besides the webhook's cart facts. */
-const CART_EVENTS = ['added_to_cart', 'started_checkout'];
-const CART_ACTIVITY = { triggerTypes: ['cart' as const], eventNames: CART_EVENTS };
+const CART_ACTIVITY = { triggerTypes: ['cart' as const], eventNames: CART_EVENT_NAMES };
 const ORDERS = { triggerTypes: ['order_placed' as const] };
 
-const isCartActivity = (fact: OutboxFact) => fact.triggerType === 'cart' || (fact.triggerType === 'event' && CART_EVENTS.includes(fact.eventName ?? ''));
+const isCartActivity = (fact: OutboxFact) => fact.triggerType === 'cart' || (fact.triggerType === 'event' && CART_EVENT_NAMES.includes(fact.eventName ?? ''));
 
 /** Whether a fact starts a flow whose trigger is not abandoned_cart (that one waits first: see cart checks). */
 function starts(flow: FlowRow, fact: OutboxFact): boolean {

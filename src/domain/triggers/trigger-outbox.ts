@@ -31,6 +31,32 @@ export interface TriggerFact {
   at: number;
 }
 
+/** The events that are cart activity for abandoned-cart flows, besides the webhook's cart facts. */
+export const CART_EVENT_NAMES = ['added_to_cart', 'started_checkout'];
+
+/**
+ * Facts that are never read by contact (docs/flows.md): every event but cart activity, and contact changes.
+ * They are most of what ingest writes, and an index keyed by contact costs a page per contact in every group
+ * commit (issue 16), so the outbox's contact index holds only the other facts. The erasure finds these through
+ * their subject: the contact's own events, or the contact itself.
+ */
+const NOT_READ_BY_CONTACT: readonly TriggerType[] = ['event', 'shipping_information', 'contact_changed'];
+
+/**
+ * The contact index's predicate, word for word as migration 202611251100 wrote it: SQLite uses a partial index
+ * only for a query that carries its condition as one of its terms, and compares literals, not bound values.
+ */
+const READ_BY_CONTACT_SQL =
+  "(trigger_type NOT IN ('event', 'shipping_information', 'contact_changed') OR event_name IN ('added_to_cart', 'started_checkout'))";
+
+/** Whether facts of these kinds are in the contact index (a query by contact sees nothing else). */
+function assertReadByContact(kinds: { triggerTypes: TriggerType[]; eventNames?: string[] }): void {
+  const outside =
+    kinds.triggerTypes.filter((type) => NOT_READ_BY_CONTACT.includes(type)).length > 0 ||
+    (kinds.eventNames ?? []).some((name) => !CART_EVENT_NAMES.includes(name));
+  if (outside) throw new Error(`facts ${JSON.stringify(kinds)} are not indexed by contact`);
+}
+
 /** A fact as the outbox stored it: `id` orders facts and names the trigger fact of an enrolment. */
 export interface OutboxFact extends TriggerFact {
   id: number;
@@ -100,8 +126,10 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: (fac
       around: { after: number } | { before: number },
       kinds: { triggerTypes: TriggerType[]; eventNames?: string[] },
     ): Promise<number | null> {
+      assertReadByContact(kinds);
       const query = db('trigger_outbox')
         .where({ contact_id: contactId })
+        .whereRaw(READ_BY_CONTACT_SQL)
         .where('id', 'after' in around ? '>' : '<', 'after' in around ? around.after : around.before)
         .where((q) => {
           q.whereIn('trigger_type', kinds.triggerTypes);
@@ -125,10 +153,12 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: (fac
 
     /** For each of these contacts, its newest fact of these trigger types (contacts without one are absent). */
     async latestFactIds(db: Db, contactIds: string[], triggerTypes: TriggerType[]): Promise<Map<string, number>> {
+      assertReadByContact({ triggerTypes });
       const latest = new Map<string, number>();
       for (const part of chunk([...new Set(contactIds)], chunkSizeFor(dialect, 1))) {
         const rows = await db('trigger_outbox')
           .whereIn('contact_id', part)
+          .whereRaw(READ_BY_CONTACT_SQL)
           .whereIn('trigger_type', triggerTypes)
           .groupBy('contact_id')
           .select('contact_id', db.raw('MAX(id) AS id'));
@@ -149,6 +179,20 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: (fac
     async claim(trx: Knex.Transaction, limit: number): Promise<OutboxFact[]> {
       const rows = await dialect.forUpdateSkipLocked(trx('trigger_outbox').whereNull('processed_at').orderBy('id').limit(limit));
       return rows.map(toFact);
+    },
+
+    /**
+     * Deletes every fact of the contact (an erasure), before its events are deleted: those the contact index
+     * holds, then the others by their subject: the contact's events (a shipment's fact names its event too) or the
+     * contact itself.
+     */
+    async deleteContactFacts(db: Db, workspaceId: string, contactId: string): Promise<void> {
+      const ofContact = () => db('trigger_outbox').where({ workspace_id: workspaceId, contact_id: contactId });
+      await ofContact().whereRaw(READ_BY_CONTACT_SQL).delete();
+      await ofContact()
+        .whereIn('subject_id', db('events').where({ workspace_id: workspaceId, contact_id: contactId }).select('id'))
+        .delete();
+      await ofContact().where({ subject_type: 'contact', subject_id: contactId }).delete();
     },
 
     /** Marks facts consumed (with the error that made one be given up, if any), in the consuming transaction. */
