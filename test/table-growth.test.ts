@@ -43,31 +43,31 @@ for (const dialect of DIALECTS) {
     const analysedRows = async () =>
       Number((await db.knex.raw(`SELECT reltuples FROM pg_class WHERE oid = to_regclass('growth_probe')`)).rows[0].reltuples);
 
-    it('analyses a table once it has grown by 10,000 rows, then by half of what it held (PostgreSQL; never on SQLite)', async () => {
+    it('analyses a table once it has grown by 1,000 rows, then by half of what it held (PostgreSQL; never on SQLite)', async () => {
       const growth = createTableGrowth(db.knex, db.dialect);
       const postgres = dialect === 'postgres';
-      // 9,000 rows: below the minimum growth, nothing is analysed.
-      expect(await load(growth, 9_000)).toEqual([]);
-      // The 10,000th row: analysed, and the statistics now count the rows.
+      // 900 rows: below the minimum growth, nothing is analysed.
+      expect(await load(growth, 900)).toEqual([]);
+      // The 1,000th row: analysed, and the statistics now count the rows.
+      expect(await load(growth, 100)).toHaveLength(postgres ? 1 : 0);
+      if (postgres) expect(await analysedRows()).toBe(1_000);
+      // Analysed at 1,000 rows, the next analysis is due 1,000 rows later (half is only 500).
+      expect(await load(growth, 900)).toEqual([]);
+      expect(await load(growth, 100)).toHaveLength(postgres ? 1 : 0);
+      if (postgres) expect(await analysedRows()).toBe(2_000);
+      // At 2,000 the rule is half: 1,000 more again; at 3,000 it is 1,500.
       expect(await load(growth, 1_000)).toHaveLength(postgres ? 1 : 0);
-      if (postgres) expect(await analysedRows()).toBe(10_000);
-      // Analysed at 10,000 rows, the next analysis is due 10,000 rows later (half is only 5,000).
-      expect(await load(growth, 9_000)).toEqual([]);
-      expect(await load(growth, 1_000)).toHaveLength(postgres ? 1 : 0);
-      if (postgres) expect(await analysedRows()).toBe(20_000);
-      // At 20,000 the rule is half: 10,000 more again; at 30,000 it is 15,000.
-      expect(await load(growth, 10_000)).toHaveLength(postgres ? 1 : 0);
-      expect(await load(growth, 14_000)).toEqual([]);
-      expect(await load(growth, 1_000)).toHaveLength(postgres ? 1 : 0);
-      if (postgres) expect(await analysedRows()).toBe(45_000);
+      expect(await load(growth, 1_400)).toEqual([]);
+      expect(await load(growth, 100)).toHaveLength(postgres ? 1 : 0);
+      if (postgres) expect(await analysedRows()).toBe(4_500);
     });
 
     it('a table already large is not analysed by an ordinary load (PostgreSQL reads its size from the statistics)', async () => {
       if (dialect === 'postgres') await db.knex.raw('ANALYZE growth_probe');
-      // A new writer (a new process) holding 45,000 analysed rows: 20,000 rows more are under half of them.
+      // A new writer (a new process) holding 4,500 analysed rows: 2,000 rows more are under half of them.
       const growth = createTableGrowth(db.knex, db.dialect);
-      expect(await load(growth, 20_000)).toEqual([]);
-      expect(await load(growth, 3_000)).toHaveLength(dialect === 'postgres' ? 1 : 0);
+      expect(await load(growth, 2_000)).toEqual([]);
+      expect(await load(growth, 300)).toHaveLength(dialect === 'postgres' ? 1 : 0);
     });
   });
 }
