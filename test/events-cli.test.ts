@@ -144,7 +144,10 @@ for (const dialect of DIALECTS) {
       // The test server may run without autovacuum: then only the import's own analysis updates them.
       const before = await reltuples();
       expect(await emk(['events', 'import', '--file', file, '--backfill'])).toMatchObject({ processed: 10_500 });
-      expect(await reltuples()).toBeGreaterThanOrEqual(Math.max(before, 0) + 10_000);
+      // Analysed again whenever the table has grown by half: the statistics count at least two thirds of it, far
+      // more than before the import.
+      const rows = await withDb(async (knex) => Number((await knex('events').count({ n: '*' }))[0]!.n));
+      expect(await reltuples()).toBeGreaterThanOrEqual(Math.max(rows / 1.5, Math.max(before, 0) + 5_000));
     });
 
     it('correct --upsert inserts unmatched rows; without it they are errors', async () => {
