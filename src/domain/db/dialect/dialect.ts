@@ -102,6 +102,11 @@ export interface Dialect {
    * freshly rebuilt table looks empty until autovacuum analyses it); our SQLite queries are written not to need any.
    */
   analyzeAfterBulkLoad(knex: Knex, tables: string[]): Promise<void>;
+  /**
+   * A statement of every group commit whose planning costs more than its run, in the form the database plans
+   * once per connection (PostgreSQL: prepared, sent as EXECUTE; see postgres-planned-once.ts); `label` names it.
+   */
+  plannedOnce(label: string, fragment: SqlFragment): SqlFragment;
   /** Whether query plans follow the planner's statistics of a table (see table-growth.ts): PostgreSQL's do. */
   readonly plansFromStatistics: boolean;
   /** The rows a table held when its statistics were last taken (0 if never); only where plansFromStatistics. */

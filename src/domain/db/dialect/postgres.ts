@@ -3,11 +3,13 @@ import pg from 'pg';
 import type { Knex } from 'knex';
 import { countStatement, holdBegin, sendHeldWrites, type RunScript } from '../deferred-writes.js';
 import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
+import { plannedOnce, prepareFor } from './postgres-planned-once.js';
 
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** A script of several statements goes as one simple query, one round trip; its last statement's result comes back. */
 const runScript: RunScript = async (connection, sql) => {
+  await prepareFor(connection as pg.Client, sql);
   const results = (await (connection as pg.Client).query(sql)) as pg.QueryResult | pg.QueryResult[];
   return Array.isArray(results) ? results[results.length - 1] : results;
 };
@@ -29,7 +31,8 @@ function inlinePositional(sql: string, bindings: readonly unknown[] | undefined)
 /**
  * knex's pg client, changed in one way: every statement first sends the connection's held writes
  * (deferred-writes.ts), in the same round trip when the statement can be written with literals; a BEGIN is
- * itself held, so a transaction's first statement opens it.
+ * itself held, so a transaction's first statement opens it. Statements planned once are prepared on the
+ * connection before the first statement that executes them (postgres-planned-once.ts).
  */
 function tunedPgClient(): Constructor {
   const Client = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as Constructor;
@@ -48,6 +51,7 @@ function tunedPgClient(): Constructor {
         return obj;
       }
       countStatement();
+      await prepareFor(connection as pg.Client, obj.sql);
       return super._query(connection, obj);
     }
   };
@@ -163,6 +167,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       sql: `SELECT CAST('${STALE_READ} ' || n AS integer) FROM (${count.sql}) AS counted WHERE n <> ?`,
       bindings: [...count.bindings, expected],
     }),
+    plannedOnce: (label, fragment) => plannedOnce(label, fragment, postgresLiteral),
     plansFromStatistics: true,
     // reltuples: -1 until the first VACUUM or ANALYZE.
     analysedRows: async (knex, table) => {

@@ -318,6 +318,8 @@ export function sqliteDialect(filename: string): Dialect {
       sql: `SELECT json_extract('{}', '$ ${STALE_READ} ' || n) FROM (${count.sql}) WHERE n <> ?`,
       bindings: [...count.bindings, expected],
     }),
+    // SQLite prepares each statement of a script as it runs it: no planner to spare.
+    plannedOnce: (_label, fragment) => fragment,
     plansFromStatistics: false,
     analysedRows: async () => 0,
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
