@@ -65,19 +65,36 @@ export type OrderChangeResult =
   | { orderId: string; outcome: 'inserted' | 'updated' | 'unchanged' }
   | { outcome: 'invalid'; error: string };
 
-/** The one way an order row is built: what every new order starts with, whatever its origin. */
+/**
+ * The one way an order row is built: what every new order starts with, whatever its origin. Every field is
+ * written out: built by rest and spread, each row cost about 10 µs of the main thread (a CPU profile of
+ * `emk sync-orders`, which builds one per order).
+ */
 export function orderRow(fields: Pick<OrderRow, 'id' | 'workspace_id' | 'contact_id' | 'platform' | 'integration_id' | 'origin' | 'upsert_key' | 'external_id' | 'order_number' | 'total_amount' | 'currency' | 'status' | 'ordered_at' | 'refunded_amount' | 'cancelled_at'> & { at: number }): OrderRow {
-  const { at, ...rest } = fields;
   return {
-    ...rest,
+    id: fields.id,
+    workspace_id: fields.workspace_id,
+    contact_id: fields.contact_id,
+    platform: fields.platform,
+    integration_id: fields.integration_id,
+    origin: fields.origin,
+    upsert_key: fields.upsert_key,
+    external_id: fields.external_id,
+    order_number: fields.order_number,
     order_number_key: orderNumberKey(fields.order_number),
+    total_amount: fields.total_amount,
+    currency: fields.currency,
+    status: fields.status,
+    ordered_at: fields.ordered_at,
     attributed_campaign_id: null,
     attributed_flow_id: null,
     attributed_message_id: null,
     attribution_kind: null,
     shipping_status: null,
-    created_at: at,
-    updated_at: at,
+    refunded_amount: fields.refunded_amount,
+    cancelled_at: fields.cancelled_at,
+    created_at: fields.at,
+    updated_at: fields.at,
   };
 }
 
