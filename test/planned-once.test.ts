@@ -79,7 +79,7 @@ describe.runIf(DIALECTS.includes('postgres'))('statements planned once [postgres
     expect(await counts()).toEqual(before);
     const again = add(1, ['a']);
     await knex.transaction((trx) => deferWrite(dialect(), trx, trx.raw(again.sql, again.bindings as never[])));
-    expect((await counts()).a).toBe(before.a + 1);
+    expect((await counts()).a).toBe(before.a! + 1);
     expect((await prepared()).map((r) => r.statement.match(/\(\$2(, \$\d)*\)/)![0])).toEqual(['($2, $3)', '($2)']);
   });
 

@@ -12,8 +12,8 @@ export function createDataRightsStore(outbox: Pick<TriggerOutbox, 'deleteContact
   return {
     /**
      * Deletes the contact's events, messages, carts, engagements, trigger facts, flow enrolments (in progress
-     * or not: their jobs find nothing left to run), segment memberships and Segment user ids; one statement a table (three for trigger facts, first,
-     * while the contact's events are there to find them by).
+     * or not: their jobs find nothing left to run), segment memberships and Segment user ids; one statement a
+     * table, and three for trigger facts, first, while the contact's events are there to find them by.
      */
     async deleteTraces(db: Db, workspaceId: string, contactId: string): Promise<void> {
       await outbox.deleteContactFacts(db, workspaceId, contactId);

@@ -44,7 +44,7 @@ export function createCategoryTotals(dialect: Dialect) {
                AND (t.units_sold <> product_category_totals.units_sold OR t.views <> product_category_totals.views)`,
           bindings: [workspaceId, ...(part ?? [])],
         });
-        await deferWrite(dialect, trx, trx.raw(sql, bindings as never[]));
+        await deferWrite(dialect, trx, trx.raw(sql, bindings));
       }
     },
 
