@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { chunk, chunkSizeFor, insertRows } from './bulk.js';
+import { chunk, chunkSizeFor, encodedAsText, insertRows, literalInsert } from './bulk.js';
 import type { Db } from './database.js';
 import { deferWrite } from './deferred-writes.js';
 import type { Dialect } from './dialect/dialect.js';
@@ -17,16 +17,6 @@ import type { Dialect } from './dialect/dialect.js';
 
 /** Rows per statement on PostgreSQL: one JSON document of a few MB at most. */
 const ROWS_PER_JSON_DOCUMENT = 5_000;
-
-/** The rows with their JSON columns encoded as text (SQLite's VALUES form). */
-const encodedAsText = (dialect: Dialect, rows: object[], jsonColumns: readonly string[]): Array<Record<string, unknown>> =>
-  jsonColumns.length === 0
-    ? (rows as Array<Record<string, unknown>>)
-    : rows.map((row) => {
-        const encoded: Record<string, unknown> = { ...row };
-        for (const column of jsonColumns) encoded[column] = dialect.writeJson(encoded[column]);
-        return encoded;
-      });
 
 /** `INSERT INTO table (columns) SELECT columns FROM <recordset>` and its bindings. */
 function insertFromJson(recordset: string, table: string, rows: object[]): { sql: string; bindings: string[] } {
@@ -62,8 +52,7 @@ export async function bulkInsert<T extends object>(
     }
     return;
   }
-  const encoded = encodedAsText(dialect, rows, jsonColumns);
-  await insertRows(db, dialect, table, encoded, options);
+  await insertRows(db, dialect, table, rows as Array<Record<string, unknown>>, { ...options, jsonColumns });
 }
 
 /**
@@ -90,9 +79,15 @@ export async function bulkInsertIgnoringConflicts<T extends object>(
     }
     return inserted;
   }
-  const encoded = encodedAsText(dialect, rows, jsonColumns);
-  for (const part of chunk(encoded, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
-    const returned = (await db(table).insert(part).onConflict([...uniqueKey]).ignore().returning('id')) as Array<{ id: string }>;
+  const json = new Set<string>(jsonColumns);
+  for (const part of chunk(rows as Array<Record<string, unknown>>, chunkSizeFor(dialect, Object.keys(rows[0]!).length))) {
+    // Written with literals where it can be, like a held insert: no bind parameters to convert one by one.
+    const literal = literalInsert(dialect, table, part, json);
+    const returned = (
+      literal !== null
+        ? await db.raw(`${literal} ON CONFLICT (${uniqueKey.map((c) => `"${c}"`).join(', ')}) DO NOTHING RETURNING "id"`)
+        : await db(table).insert(encodedAsText(dialect, part, json)).onConflict([...uniqueKey]).ignore().returning('id')
+    ) as Array<{ id: string }>;
     for (const row of returned) inserted.add(row.id);
   }
   return inserted;

@@ -48,10 +48,15 @@ export async function deferWrite(dialect: Dialect, db: Db, query: Knex.QueryBuil
     inline(dialect, c.sql, c.bindings),
   );
   if (statements.some((s) => s === null)) return void (await query);
-  const connection = (await db.client.acquireConnection()) as object;
+  await holdStatements(db as Knex.Transaction, statements as string[]);
+}
+
+/** Holds statements already written with literals until the transaction's next statement (see above). */
+export async function holdStatements(trx: Knex.Transaction, statements: string[]): Promise<void> {
+  const connection = (await trx.client.acquireConnection()) as object;
   const list = held.get(connection);
-  if (list) list.push(...(statements as string[]));
-  else held.set(connection, statements as string[]);
+  if (list) list.push(...statements);
+  else held.set(connection, statements);
 }
 
 /**

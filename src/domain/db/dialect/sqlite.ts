@@ -223,6 +223,8 @@ const runScript: RunScript = readAheadScript(
     new Promise((resolve, reject) => (connection as RawSqliteConnection).exec(sql, (error) => (error ? reject(error) : resolve(undefined)))),
 );
 
+const NEEDS_ESCAPE = /['\0]/;
+
 /**
  * A value as node-sqlite3 binds it, written as a literal: it binds a number as an integer only within 32 bits,
  * else as a real (`.0` keeps that type). A negative number is parenthesised so that `x - ?` can never become a
@@ -231,6 +233,8 @@ const runScript: RunScript = readAheadScript(
 function sqliteLiteral(value: unknown): string | null {
   switch (typeof value) {
     case 'string':
+      // One scan for the common case: no quote to double, no NUL.
+      if (!NEEDS_ESCAPE.test(value)) return `'${value}'`;
       return value.includes('\0') ? null : `'${value.replaceAll("'", "''")}'`;
     case 'number':
       if (!Number.isFinite(value)) return null;
