@@ -97,3 +97,7 @@ export function cpuBetween(before: Snapshot | null, after: Snapshot | null): Cpu
     cores: after.cores,
   };
 }
+
+/** Seconds of CPU a row spent across the machine: the server's threads, PostgreSQL's (on PostgreSQL), the load generator. */
+export const cpuSecondsOf = (cpu: CpuSplit, onPostgres: boolean): number =>
+  cpu.serverMain + cpu.serverOther + (onPostgres ? cpu.postgres : 0) + cpu.loadGenerator;

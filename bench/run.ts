@@ -1,7 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { cpuBetween, cpuSnapshot, type CpuSplit } from './cpu-split.js';
+import { cpuBetween, cpuSecondsOf, cpuSnapshot, type CpuSplit } from './cpu-split.js';
+import { boundsTable } from './bounds.js';
 import { runLoad, type LoadOptions, type LoadResult } from './load.js';
 import { runWritePath, type DomainCall, type WritePathRun } from './write-path.js';
 import { createBenchDatabase, DEFAULT_BENCH_POSTGRES_URL } from './postgres.js';
@@ -130,6 +131,9 @@ interface Row {
   cpu?: CpuSplit | null;
   /** Write-path rows: the worker's drain of the facts the calls recorded. */
   consumed?: WritePathRun['consumed'];
+  /** Event-route rows: the route, and how it was driven (HTTP, or its write path alone with so many callers). */
+  route?: Route;
+  driven?: 'bare' | 'http' | { callers: number };
 }
 
 /** Counters accrued between two readings; null when either is missing. */
@@ -280,6 +284,8 @@ async function runBare(route: Route): Promise<Row> {
       bareRps: result.requestsPerSecond,
       peakRssKib,
       cpu,
+      route,
+      driven: 'bare',
     };
   } finally {
     await server.stop();
@@ -377,14 +383,19 @@ async function runEmk(
     try {
       const requests: Requests = { bodies, ...(route === 'webhook' ? { nextBody: newOrderBody } : {}) };
       const { result, peakRssKib, writes, cpu } = await measure(server, path, requests, headers, { countWrites: true });
-      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib, writes, cpu });
+      rows.push({ target: `emk ${label}`, database: databaseLabel, result, bareRps: bare[route], peakRssKib, writes, cpu, route, driven: 'http' });
     } finally {
       await stopChecked(server, `emk serve (${databaseLabel}, ${label})`, failures);
     }
-    log(`emk on ${databaseLabel}: ${label}, write path alone…`);
     const nextBody = route === 'webhook' ? newOrderBody : (client: number) => bodies[client % bodies.length]!;
-    const alone = await runWritePath(databaseUrl, call, nextBody, { connections: CONNECTIONS, seconds: DURATION_S, warmupSeconds: WARMUP_S });
-    rows.push({ target: `  same, write path alone (no HTTP)`, database: databaseLabel, bareRps: bare[route], peakRssKib: null, ...alone });
+    // All the connections' callers, then half of them: under HTTP a group holds at most about half the
+    // connections (the others wait for the commit running), so its write costs what groups of that size cost.
+    for (const callers of [CONNECTIONS, Math.max(1, Math.floor(CONNECTIONS / 2))]) {
+      log(`emk on ${databaseLabel}: ${label}, write path alone, ${callers} callers…`);
+      const alone = await runWritePath(databaseUrl, call, nextBody, { connections: callers, seconds: DURATION_S, warmupSeconds: WARMUP_S });
+      const target = `  same, write path alone (no HTTP, ${callers} callers)`;
+      rows.push({ target, database: databaseLabel, bareRps: bare[route], peakRssKib: null, route, driven: { callers }, ...alone });
+    }
   }
   return { rows, workspace };
 }
@@ -631,7 +642,7 @@ function cpuTable(rows: Row[]): string {
     if (!cpu || result.total === 0) return [];
     const perRequest = (seconds: number) => ((seconds * 1e6) / result.total).toFixed(0);
     const onPostgres = database === 'postgres';
-    const all = cpu.serverMain + cpu.serverOther + (onPostgres ? cpu.postgres : 0) + cpu.loadGenerator;
+    const all = cpuSecondsOf(cpu, onPostgres);
     return [
       [
         target,
@@ -657,10 +668,11 @@ function cpuTable(rows: Row[]): string {
  */
 function consumeTable(rows: Row[]): string {
   const header = ['facts of', 'database', 'facts/request', 'facts/s', 'main µs/req', 'threads µs/req', 'PostgreSQL µs/req', 'all µs/req'];
-  // A write-path row follows the HTTP row of its route, which names it.
-  const lines = rows.flatMap(({ database, consumed }, i) => {
+  const lines = rows.flatMap(({ database, consumed, route, driven }) => {
     if (!consumed?.cpu || consumed.calls === 0) return [];
-    const target = rows[i - 1]?.target ?? '';
+    // Named by the HTTP row of its route, and its callers.
+    const http = rows.find((row) => row.route === route && row.database === database && row.driven === 'http');
+    const target = `${http?.target ?? route}${typeof driven === 'object' ? `, ${driven.callers} callers` : ''}`;
     const { cpu } = consumed;
     const perRequest = (seconds: number) => ((seconds * 1e6) / consumed.calls).toFixed(0);
     const onPostgres = database === 'postgres';
@@ -673,7 +685,7 @@ function consumeTable(rows: Row[]): string {
         perRequest(cpu.serverMain),
         perRequest(cpu.serverOther),
         onPostgres ? perRequest(cpu.postgres) : '-',
-        perRequest(cpu.serverMain + cpu.serverOther + (onPostgres ? cpu.postgres : 0)),
+        perRequest(cpuSecondsOf({ ...cpu, loadGenerator: 0 }, onPostgres)),
       ],
     ];
   });
@@ -811,6 +823,8 @@ async function main(): Promise<void> {
   process.stdout.write(`\n${machine(loadAtStart)}\n\n${table(rows)}\n`);
   if (rows.some((row) => row.cpu)) process.stdout.write(`\n${cpuTable(rows)}\n`);
   if (rows.some((row) => row.consumed?.cpu)) process.stdout.write(`\n${consumeTable(rows)}\n`);
+  const bounds = boundsTable(rows);
+  if (bounds[1].length > 0) process.stdout.write(`\nwhat bounds each event route (CPU per request; see docs/performance.md)\n${formatTable(...bounds)}\n`);
   if (syncRows.length > 0) process.stdout.write(`\n${syncTable(syncRows)}\n`);
   if (eventsRows.length > 0) process.stdout.write(`\n${eventsTable(eventsRows)}\n`);
   if (campaignRows.length > 0) process.stdout.write(`\n${formatTable(...campaignTable(campaignRows))}\n`);
