@@ -35,7 +35,7 @@ function writeRunFor(http: BoundsRow, alone: BoundsRow[]): BoundsRow | undefined
 const perRequestUs = (seconds: number, requests: number) => (requests > 0 ? (seconds * 1e6) / requests : NaN);
 const cpuPerRequest = (row: BoundsRow) => (row.cpu ? perRequestUs(cpuSecondsOf(row.cpu, row.database === 'postgres'), row.result.total) : NaN);
 const factsPerRequest = (row: BoundsRow) =>
-  row.consumed?.cpu ? perRequestUs(cpuSecondsOf({ ...row.consumed.cpu, loadGenerator: 0 }, row.database === 'postgres'), row.consumed.calls) : NaN;
+  row.consumed?.cpu ? perRequestUs(cpuSecondsOf(row.consumed.cpu, row.database === 'postgres'), row.consumed.calls) : NaN;
 
 /**
  * What bounds each event route, from one run. The budget is what a request may cost the whole machine (every

@@ -685,7 +685,7 @@ function consumeTable(rows: Row[]): string {
         perRequest(cpu.serverMain),
         perRequest(cpu.serverOther),
         onPostgres ? perRequest(cpu.postgres) : '-',
-        perRequest(cpuSecondsOf({ ...cpu, loadGenerator: 0 }, onPostgres)),
+        perRequest(cpuSecondsOf(cpu, onPostgres)),
       ],
     ];
   });

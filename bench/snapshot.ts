@@ -29,10 +29,9 @@ export async function snapshotDatabase(databaseUrl: string): Promise<BenchDataba
   admin.pathname = '/postgres';
   await withAdmin(admin.toString(), async (client) => {
     await client.query(`DROP DATABASE IF EXISTS ${quoteIdent(name)}`);
-    // PostgreSQL 15's default copy (WAL_LOG) writes the whole database into the WAL: 706 MB for a database of 896
-    // MB, several GB after the bench's earlier rows, so the import measured next ran through the checkpoints that
-    // WAL forced (65 % of its ceiling in a full run, 93 % with the events rows alone). FILE_COPY copies the files
-    // between two checkpoints and writes next to nothing to the WAL.
+    // PostgreSQL 15's default copy (WAL_LOG) writes the whole database into the WAL (706 MB for a database of 896
+    // MB, measured), beyond max_wal_size for a bench database, and the checkpoints that forces would fall on the
+    // measurements made next. FILE_COPY copies the files between two checkpoints and writes next to nothing to it.
     const { rows } = await client.query<{ version: number }>("SELECT current_setting('server_version_num')::int AS version");
     const strategy = rows[0]!.version >= 150_000 ? ' STRATEGY FILE_COPY' : '';
     await client.query(`CREATE DATABASE ${quoteIdent(name)} TEMPLATE ${quoteIdent(source.pathname.slice(1))}${strategy}`);

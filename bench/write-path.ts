@@ -17,6 +17,12 @@ export interface WritePathRun {
 }
 
 /**
+ * The callers and the drain run on this process's main thread, which the snapshot counts as the server's: there is
+ * no separate load generator (its reading, this process's own CPU, would count the same seconds twice).
+ */
+const withoutLoadGenerator = (cpu: CpuSplit | null): CpuSplit | null => cpu && { ...cpu, loadGenerator: 0 };
+
+/**
  * The route's write path without HTTP: `connections` callers in this process, each calling the route's domain
  * function again as soon as its last call returned (as autocannon's connections do), for `seconds`. No
  * sockets, no Fastify, no load generator on the machine: the rate it reaches bounds the route's, and its ratio
@@ -65,7 +71,7 @@ export async function runWritePath(
       calls: warmup.length + latencies.length,
       facts,
       seconds: (performance.now() - drainStarted) / 1000,
-      cpu: cpuBetween(drainBefore, cpuSnapshot(process.pid)),
+      cpu: withoutLoadGenerator(cpuBetween(drainBefore, cpuSnapshot(process.pid))),
     };
     latencies.sort((a, b) => a - b);
     const at = (share: number) => latencies[Math.min(latencies.length - 1, Math.floor(share * latencies.length))] ?? 0;
@@ -84,8 +90,7 @@ export async function runWritePath(
         driver_calls: after.driver_calls - before.driver_calls,
         statements: after.statements - before.statements,
       },
-      // The callers run on this process's main thread: there is no separate load generator.
-      cpu: cpu && { ...cpu, loadGenerator: 0 },
+      cpu: withoutLoadGenerator(cpu),
       consumed,
     };
   } finally {

@@ -23,7 +23,7 @@ function row(
 
 const facts = (calls: number, perRequestUs: number) => ({
   calls,
-  cpu: { serverMain: (perRequestUs * calls) / 1e6, serverOther: 0, postgres: 0, loadGenerator: 99, machineBusy: 0.5, cores: 2 },
+  cpu: { serverMain: (perRequestUs * calls) / 1e6, serverOther: 0, postgres: 0, loadGenerator: 0, machineBusy: 0.5, cores: 2 },
 });
 
 describe('npm run bench: what bounds each event route', () => {
