@@ -2,7 +2,6 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServices, type Services } from '../src/domain/create-services.js';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
-import { createProductStore } from '../src/domain/products/product-store.js';
 import { createBenchDatabase } from './postgres.js';
 import type { ServerProcess } from './processes.js';
 
@@ -308,8 +307,7 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
 
 /** The feed-filter side tables (one transaction), then the behaviour aggregates. */
 async function rebuild(services: Services, workspaceId: string, label: string) {
-  const store = createProductStore(services.db.dialect);
-  const filterReindexSeconds = await timed(() => services.db.writeTransaction((trx) => store.reindexFilters(trx, workspaceId)));
+  const filterReindexSeconds = await timed(() => services.products.reindexFilters(workspaceId));
   log(`feeds on ${label}: filter reindex in ${filterReindexSeconds.toFixed(1)} s`);
   const aggregateRebuildSeconds = await timed(() => services.productActivity.rebuild(workspaceId));
   log(`feeds on ${label}: aggregate rebuild in ${aggregateRebuildSeconds.toFixed(1)} s`);

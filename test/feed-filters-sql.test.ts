@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createFeedService, type FeedRanker } from '../src/domain/feeds/feed-service.js';
+import { createFeedService } from '../src/domain/feeds/feed-service.js';
+import type { FeedRanker } from '../src/domain/recommendations/rankings.js';
 import { createFeedStore } from '../src/domain/feeds/feed-store.js';
 import { DEFAULT_SETTINGS, type FeedSettings } from '../src/domain/feeds/feed.schema.js';
 import { titleKey } from '../src/domain/products/product-filters.js';
-import { createProductStore } from '../src/domain/products/product-store.js';
 import { describeEachDatabase } from './helpers/harness.js';
 
 const collator = new Intl.Collator('en', { sensitivity: 'base', numeric: true });
@@ -173,8 +173,8 @@ describeEachDatabase('feed filters in SQL', (h) => {
     const service = createFeedService({
       knex,
       writeTransaction: h().services.db.writeTransaction,
-      feeds: store,
-      products: createProductStore(dialect),
+      dialect,
+      products: h().services.products,
       ranker,
     });
     const { feed: saved } = await service.create(ws, { name: 'ranked', price_min: 10, sort_by: 'price_asc', recommendation_type: 'best_selling' });

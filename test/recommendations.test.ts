@@ -1,7 +1,6 @@
 import { expect, it } from 'vitest';
 import { ActivityDelta } from '../src/domain/recommendations/activity-delta.js';
 import { createProductActivity } from '../src/domain/recommendations/product-activity.js';
-import { createProductActivityStore } from '../src/domain/recommendations/product-activity-store.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 
 const DAY = 86_400_000;
@@ -349,7 +348,7 @@ describeEachDatabase('recommendations', (h, dialect) => {
 
     // Forty days later the 50-day-old order and the 60-day-old view have left the window.
     const { knex, dialect: db, writeTransaction } = h().services.db;
-    const later = createProductActivity({ knex, writeTransaction, store: createProductActivityStore(db), now: () => Date.now() + 40 * DAY });
+    const later = createProductActivity({ knex, writeTransaction, dialect: db, now: () => Date.now() + 40 * DAY });
     await later.rollOver(ws.id);
     const rolled = await categoryTotals(ws);
     expect(rolled).toEqual(await expectedCategoryTotals(ws));
@@ -522,7 +521,7 @@ describeEachDatabase('recommendations', (h, dialect) => {
     const later = createProductActivity({
       knex,
       writeTransaction: h().services.db.writeTransaction,
-      store: createProductActivityStore(dialect),
+      dialect,
       now: () => Date.now() + 45 * DAY,
     });
     await later.rollOver(ws.id);
@@ -537,7 +536,7 @@ describeEachDatabase('recommendations', (h, dialect) => {
     const ws = await shop();
     await order(ws, 'seed@example.com', [{ external_id: 'cap', quantity: 1 }], { ordered_at: daysAgo(85) });
     const { knex, dialect, writeTransaction } = h().services.db;
-    const later = createProductActivity({ knex, writeTransaction, store: createProductActivityStore(dialect), now: () => Date.now() + 10 * DAY });
+    const later = createProductActivity({ knex, writeTransaction, dialect, now: () => Date.now() + 10 * DAY });
     const keys = ['tee', 'shirt', 'jeans', 'shorts', 'cap'];
     const writes = Array.from({ length: 24 }, (_, i) =>
       order(ws, `c${i}@example.com`, [{ external_id: keys[i % 5], quantity: 1 + (i % 3) }, { external_id: keys[(i + 1) % 5] }], { ordered_at: daysAgo(i % 4) }),

@@ -1,6 +1,5 @@
 import { expect, it } from 'vitest';
 import { backoffMs, createJobQueue, PermanentJobError, RetryJobLater, type Job } from '../src/domain/jobs/job-queue.js';
-import { createJobStore } from '../src/domain/jobs/job-store.js';
 import { openDatabase } from '../src/domain/db/database.js';
 import { runDueJobs, startWorker } from '../src/worker/worker.js';
 import { eventually } from './helpers/browser.js';
@@ -151,7 +150,7 @@ describeEachDatabase('the durable worker', (h) => {
     // Another process: its own connection and queue, so this process's worker gets no wake-up.
     const other = openDatabase(h().database.url);
     try {
-      const otherQueue = createJobQueue({ db: other, store: createJobStore(other.dialect) });
+      const otherQueue = createJobQueue({ db: other });
       await other.writeTransaction((trx) => otherQueue.enqueue(trx, [{ kind: k, payload: { name: 'now' } }, { kind: k, payload: { name: 'soon' }, runAt: Date.now() + 300 }]));
       await eventually(() => ran.length === 2, Boolean);
       expect(ran).toEqual(['now', 'soon']);

@@ -92,7 +92,11 @@ export async function runCommand<T>(
       async services() {
         if (!services) {
           const db = openDatabase(config.databaseUrl);
-          services = createServices(db, { email: emailOptionsOf(config) });
+          services = createServices(db, {
+            email: emailOptionsOf(config),
+            onFactSetAside: (fact, error) =>
+              process.stderr.write(`emk worker: trigger fact ${fact.id} (${fact.triggerType}) set aside: ${error instanceof Error ? error.message : String(error)}\n`),
+          });
           if (options.migrate !== false) await migrateToLatest(db.knex);
         }
         return services;

@@ -5,7 +5,7 @@ import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
 import { toIso } from '../shared/time.js';
 import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
-import type { ApiKeyRow, ApiKeyStore } from './api-key-store.js';
+import { createApiKeyStore, type ApiKeyRow } from './api-key-store.js';
 
 export const API_KEY_PREFIX = 'emk_';
 const PREFIX_SHOWN = 12;
@@ -34,11 +34,11 @@ const toApiKey = (row: ApiKeyRow): ApiKey => ({
 /** Workspace API keys (`emk_…`): stored only as a SHA-256 hash; the key itself is shown once at creation. */
 export function createApiKeyService(deps: {
   knex: Knex;
-  store: ApiKeyStore;
   writeTransaction: Database['writeTransaction'];
   clock?: Clock;
 }) {
-  const { knex, store, writeTransaction } = deps;
+  const { knex, writeTransaction } = deps;
+  const store = createApiKeyStore();
   // Key hash → workspace id. A revoke here clears it at once; other processes see it within the TTL.
   const cache = new TtlCache<string, string>(5_000, deps.clock);
 

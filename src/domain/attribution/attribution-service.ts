@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
-import type { ContactStore } from '../contacts/contact-store.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
 import { chunk } from '../db/bulk.js';
-import type { Database } from '../db/database.js';
+import type { Database, Db } from '../db/database.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError } from '../errors.js';
 import type { SettingsService } from '../settings/settings-service.js';
@@ -16,7 +17,7 @@ import {
   type RecomputeOptions,
   type RecomputeResult,
 } from './attribution.schema.js';
-import type { AttributionStore, EngagementRow, RecomputeCursor } from './attribution-store.js';
+import { createAttributionStore, type EngagementRow, type RecomputeCursor } from './attribution-store.js';
 import { compositeKey } from '../shared/keys.js';
 
 export type { Attribution, OrderToAttribute } from './attribution.schema.js';
@@ -46,11 +47,12 @@ export function createAttributionService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
   writer: WriteBatcher;
-  store: AttributionStore;
-  contactStore: ContactStore;
+  dialect: Dialect;
+  contactLookup: ContactLookup;
   settings: SettingsService;
 }) {
-  const { knex, writeTransaction, writer, store, contactStore, settings } = deps;
+  const { knex, writeTransaction, writer, contactLookup, settings } = deps;
+  const store = createAttributionStore(deps.dialect);
 
   /** Stores clicks and opens set-based; one whose contact is not in its workspace is refused alone. */
   const writeEngagements: BatchHandler<Engagement, EngagementWriteResult> = async (trx, engagements) => {
@@ -62,7 +64,7 @@ export function createAttributionService(deps: {
       byWorkspace.set(e.workspaceId, ids);
     }
     for (const [workspaceId, ids] of byWorkspace) {
-      for (const row of await contactStore.findByIds(trx, workspaceId, [...new Set(ids)])) known.add(compositeKey(workspaceId, row.id));
+      for (const row of await contactLookup.findByIds(trx, workspaceId, [...new Set(ids)])) known.add(compositeKey(workspaceId, row.id));
     }
     const rows: EngagementRow[] = [];
     const results = engagements.map((e): EngagementWriteResult => {
@@ -111,6 +113,9 @@ export function createAttributionService(deps: {
   }
 
   return {
+    /** Opens and clicks of one campaign's or flow's messages (their reports). */
+    engagementCounts: (db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }) => store.engagementCounts(db, workspaceId, of),
+
     writeEngagements,
     attributeOrders,
 

@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
-import type { ContactStore } from '../contacts/contact-store.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { Database, Db } from '../db/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Job, JobHandlers, JobQueue } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
-import type { MessageStore } from '../messages/message-store.js';
-import type { SendReports } from '../reports/send-report.js';
+import { campaignAudience } from '../segments/audience.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
@@ -17,9 +17,9 @@ import {
   campaignSendSchema,
   campaignUpdateSchema,
   type Campaign,
-  type SendReport,
 } from './campaign.schema.js';
-import type { CampaignRow, CampaignStore } from './campaign-store.js';
+import type { SendReport } from '../shared/send-report.js';
+import { createCampaignStore, type CampaignRow } from './campaign-store.js';
 
 /** Recipients per worker job: small enough that a retried job redoes little, large enough to batch writes. */
 export const CAMPAIGN_BATCH_SIZE = 500;
@@ -34,17 +34,16 @@ export const CAMPAIGN_JOBS = { start: 'campaign.start', batch: 'campaign.batch' 
 export function createCampaignService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: CampaignStore;
-  messageStore: MessageStore;
+  dialect: Dialect;
   messages: MessageService;
   templates: Templates;
   jobs: JobQueue;
-  contactStore: ContactStore;
-  sendReport: SendReports;
+  contactLookup: ContactLookup;
   segmentExists: (db: Db, workspaceId: string, segmentId: string) => Promise<boolean>;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, messageStore, messages, templates, jobs, contactStore, sendReport, segmentExists } = deps;
+  const { knex, writeTransaction, messages, templates, jobs, contactLookup, segmentExists } = deps;
+  const store = createCampaignStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
   function checkTemplates(fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) {
@@ -74,10 +73,9 @@ export function createCampaignService(deps: {
   /** Fixes the recipients and hands their batches to the worker, in the caller's transaction. */
   async function start(trx: Knex.Transaction, row: CampaignRow): Promise<{ recipients: number; status: 'sending' | 'sent' }> {
     const now = clock();
-    const { recipients, batches } = await messageStore.insertCampaignRecipients(trx, {
-      workspaceId: row.workspace_id,
+    const { recipients, batches } = await messages.queueCampaign(trx, {
       campaignId: row.id,
-      segmentId: row.segment_id,
+      recipients: campaignAudience(trx, row.workspace_id, row.segment_id),
       batchSize: CAMPAIGN_BATCH_SIZE,
       now,
     });
@@ -106,15 +104,18 @@ export function createCampaignService(deps: {
     [CAMPAIGN_JOBS.batch]: async (job) => {
       const row = await store.findById(knex, campaignIdOf(job));
       if (!row) return;
-      const pending = await messageStore.pendingInBatch(knex, row.id, Number(job.payload.batch));
+      const pending = await messages.pendingInCampaignBatch(knex, row.id, Number(job.payload.batch));
       await messages.deliver(row.workspace_id, pending, row, {
         settle: (trx, skipped) => store.addSkipped(trx, row.id, skipped),
       });
-      if (!(await messageStore.campaignUnfinished(knex, row.id))) await store.markSent(knex, row.id, clock());
+      if (!(await messages.campaignUnfinished(knex, row.id))) await store.markSent(knex, row.id, clock());
     },
   };
 
   return {
+    /** Names by id (the revenue report's rows). */
+    names: (db: Db, workspaceId: string, ids: string[]) => store.names(db, workspaceId, ids),
+
     handlers,
 
     async create(workspaceId: string, body: unknown): Promise<Campaign> {
@@ -191,14 +192,14 @@ export function createCampaignService(deps: {
 
     async report(workspaceId: string, id: string): Promise<SendReport> {
       const row = await load(knex, workspaceId, id);
-      return { ...(await sendReport(knex, workspaceId, { campaign_id: id })), skipped: row.skipped };
+      return { ...(await messages.report(knex, workspaceId, { campaign_id: id })), skipped: row.skipped };
     },
 
     /** POST /campaigns/{id}/preview: the message as this contact would get it; nothing is sent or stored. */
     async preview(workspaceId: string, id: string, body: unknown) {
       const { contact_id } = parseInput(campaignPreviewSchema, body);
       const row = await load(knex, workspaceId, id);
-      const contact = await contactStore.findById(knex, workspaceId, contact_id);
+      const contact = await contactLookup.findById(knex, workspaceId, contact_id);
       if (!contact) throw new NotFoundError('contact not found');
       return messages.preview(workspaceId, contact, row);
     },

@@ -1,7 +1,11 @@
 import type { Knex } from 'knex';
 import { uuidv7 } from '../shared/ids.js';
 import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
-import type { CartEventType, CartStore } from './cart-store.js';
+import type { Db } from '../db/database.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { createCartStore, type CartEventType } from './cart-store.js';
+
+export type { CartRecord } from './cart-store.js';
 
 
 /** A webhook cart event for a resolved contact. */
@@ -20,10 +24,14 @@ export interface CartChange {
 }
 
 /** Carts feed abandoned-cart flows (the `cart` trigger) and the added_to_cart recommendations. */
-export function createCartService(deps: { store: CartStore; outbox: TriggerOutbox }) {
-  const { store, outbox } = deps;
+export function createCartService(deps: { dialect: Dialect; outbox: TriggerOutbox }) {
+  const { outbox } = deps;
+  const store = createCartStore(deps.dialect);
 
   return {
+    /** Carts by id or by contact (a flow's trigger carts; abandoned-cart checks). */
+    find: (db: Db, filter: Parameters<typeof store.find>[1]) => store.find(db, filter),
+
     /** Upserts each cart (in arrival order: a later event for one cart wins) and fires its `cart` trigger. */
     async applyCartChanges(trx: Knex.Transaction, changes: CartChange[]): Promise<string[]> {
       const ids: string[] = [];

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { ContactService } from '../contacts/contact-service.js';
-import type { ContactStore } from '../contacts/contact-store.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { SubscriptionStatus } from '../contacts/contact.schema.js';
 import type { TrackingService } from '../tracking/tracking-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
@@ -20,15 +20,15 @@ export interface ConsentView {
 export function createConsentService(deps: {
   knex: Knex;
   tracking: TrackingService;
-  contactStore: ContactStore;
+  contactLookup: ContactLookup;
   contacts: ContactService;
   workspaces: WorkspaceService;
 }) {
-  const { knex, tracking, contactStore, contacts, workspaces } = deps;
+  const { knex, tracking, contactLookup, contacts, workspaces } = deps;
 
   async function subjectOf(token: string) {
     const subject = await tracking.consentSubject(token);
-    const contact = subject && (await contactStore.findById(knex, subject.workspaceId, subject.contactId));
+    const contact = subject && (await contactLookup.findById(knex, subject.workspaceId, subject.contactId));
     return subject && contact ? { ...subject, contact } : null;
   }
 

@@ -1,13 +1,15 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { Database } from '../db/database.js';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError } from '../errors.js';
-import type { EventStore } from '../events/event-store.js';
+import type { EventRecords } from '../events/event-records.js';
 import { contactChangedFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { rehearse, writeRowBatch } from '../shared/row-batch.js';
 import { parseInput, rowField } from '../shared/validate.js';
-import type { SuppressionStore } from '../suppressions/suppression-store.js';
+import type { SettingsService } from '../settings/settings-service.js';
+import type { SuppressionService } from '../suppressions/suppression-service.js';
 import {
   contactListQuerySchema,
   identifySchema,
@@ -22,8 +24,8 @@ import {
 } from './contact.schema.js';
 import { uuidv7 } from '../shared/ids.js';
 import { compositeKey, pairOf } from '../shared/keys.js';
-import { contactKey, type ContactRow, type ContactStore } from './contact-store.js';
-import { emailKey } from './contact.schema.js';
+import { createContactStore, contactKey, type ContactRow } from './contact-store.js';
+import { emailKey } from '../shared/keys.js';
 import type { TableGrowth } from '../db/table-growth.js';
 
 /** What to create when an email has no contact yet. */
@@ -119,18 +121,19 @@ export function createContactService(deps: {
   knex: Knex;
   writer: WriteBatcher;
   writeTransaction: Database['writeTransaction'];
-  contactStore: ContactStore;
-  eventStore: EventStore;
+  dialect: Dialect;
+  eventRecords: EventRecords;
   /** An import adds its suppressed addresses in the transaction of its chunk. */
-  suppressionStore: SuppressionStore;
+  suppressions: Pick<SuppressionService, 'add'>;
   /** Every change of a contact's properties or status (and every new contact) re-evaluates its segments. */
   outbox: TriggerOutbox;
-  /** The workspace's contact limit (null: none), from settings. */
-  contactLimitOf(db: Knex | Knex.Transaction, workspaceId: string): Promise<number | null>;
+  /** The workspace's `contact_limit` (null: none). */
+  settings: Pick<SettingsService, 'cached'>;
   /** New contacts are reported as they are written (planner statistics on PostgreSQL). */
   tableGrowth: TableGrowth;
 }) {
-  const { knex, writer, writeTransaction, contactStore, eventStore, suppressionStore, outbox, contactLimitOf, tableGrowth } = deps;
+  const { knex, writer, writeTransaction, eventRecords, suppressions, outbox, settings, tableGrowth } = deps;
+  const contactStore = createContactStore(deps.dialect);
 
   /**
    * The keys (sorted) that may still become contacts: a workspace with a `contact_limit` takes new contacts
@@ -140,7 +143,7 @@ export function createContactService(deps: {
     if (keys.length === 0) return keys;
     const room = new Map<string, number>();
     for (const workspaceId of new Set(keys.map((key) => pairOf(key)[0]))) {
-      const limit = await contactLimitOf(db, workspaceId);
+      const limit = (await settings.cached(workspaceId, db)).contact_limit;
       if (limit !== null) room.set(workspaceId, Math.max(0, limit - (await contactStore.countInWorkspace(db, workspaceId))));
     }
     if (room.size === 0) return keys;
@@ -262,7 +265,7 @@ export function createContactService(deps: {
     for (const link of links) {
       if (owners.get(compositeKey(link.workspaceId, link.anonymousId)) !== link.contactId) continue;
       // Earlier events become the contact's: its event counts may have changed.
-      if ((await eventStore.attachAnonymous(trx, link.workspaceId, [link.anonymousId], link.contactId)) > 0) {
+      if ((await eventRecords.attachAnonymous(trx, link.workspaceId, [link.anonymousId], link.contactId)) > 0) {
         changed.push(contactChangedFact(link.workspaceId, link.contactId, 'events', now));
       }
     }
@@ -349,7 +352,7 @@ export function createContactService(deps: {
             else if (outcome.updated) result.updated++;
           });
           const suppressed = valid.filter(({ input }) => input.suppressed).map(({ input }) => input.email);
-          await suppressionStore.add(trx, workspaceId, suppressed, IMPORT, now);
+          await suppressions.add(trx, workspaceId, suppressed, IMPORT, now);
         },
       });
     },

@@ -4,7 +4,8 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
-import { emailKey, type ConsentChange, type Contact, type SubscriptionStatus } from './contact.schema.js';
+import { emailKey } from '../shared/keys.js';
+import { type ConsentChange, type Contact, type SubscriptionStatus } from './contact.schema.js';
 import { compositeKey, pairOf } from '../shared/keys.js';
 import type { Db } from '../db/database.js';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { timestampSchema } from '../orders/order.schema.js';
 import { emailSchema, jsonObject, looseText, text } from '../shared/validate.js';
+import { timestampSchema } from '../shared/time.js';
 
 export const SUBSCRIPTION_STATUSES = ['subscribed', 'unsubscribed', 'non_subscribed'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
@@ -84,11 +84,6 @@ export interface Contact {
   orders_count: number;
   created_at: string;
   updated_at: string;
-}
-
-/** The one rule for the dedupe key: contacts are one per email, case-insensitively. */
-export function emailKey(email: string): string {
-  return email.trim().toLowerCase();
 }
 
 /** The contact record, as a schema: what the API documents for replies. */

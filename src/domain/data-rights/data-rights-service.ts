@@ -1,17 +1,16 @@
 import type { Knex } from 'knex';
-import type { ContactStore } from '../contacts/contact-store.js';
-import { contactKey } from '../contacts/contact-store.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
+import { contactKey } from '../contacts/contact-lookup.js';
 import type { Contact } from '../contacts/contact.schema.js';
 import type { Database } from '../db/database.js';
 import { NotFoundError } from '../errors.js';
 import type { EventService } from '../events/event-service.js';
 import type { MessageService } from '../messages/message-service.js';
 import type { OrderService } from '../orders/order-service.js';
-import { ActivityDelta, VIEW_EVENT } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
-import type { ProductActivityStore } from '../recommendations/product-activity-store.js';
 import type { Page, Paging } from '../shared/paging.js';
-import type { DataRightsStore } from './data-rights-store.js';
+import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
+import { createDataRightsStore } from './data-rights-store.js';
 import type { ContactExport } from './data-rights.schema.js';
 
 /** Rows an export reads at a time from each list. */
@@ -34,21 +33,22 @@ async function everything<T>(list: (paging: Paging) => Promise<Page<T>>): Promis
 export function createDataRightsService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: DataRightsStore;
-  contactStore: ContactStore;
+  /** The erasure deletes the contact's trigger facts too. */
+  outbox: Pick<TriggerOutbox, 'deleteContactFacts'>;
+  contactLookup: ContactLookup;
   /** The lists the export reads whole, as the management API shows their records. */
   lists: { events: Pick<EventService, 'list'>; orders: Pick<OrderService, 'list'>; messages: Pick<MessageService, 'list'> };
-  activity: ProductActivity;
-  activityStore: ProductActivityStore;
+  activity: Pick<ProductActivity, 'forgetViewsOf'>;
 }) {
-  const { knex, writeTransaction, store, contactStore, lists, activity, activityStore } = deps;
+  const { knex, writeTransaction, contactLookup, lists, activity } = deps;
+  const store = createDataRightsStore(deps.outbox);
 
   return {
     /** The contact of an email (case-insensitive), for the command line; `contact not found` when none. */
     async find(workspaceId: string, email: string): Promise<Contact> {
-      const row = (await contactStore.findByEmails(knex, [[workspaceId, email]])).get(contactKey(workspaceId, email));
+      const row = (await contactLookup.findByEmails(knex, [[workspaceId, email]])).get(contactKey(workspaceId, email));
       if (!row) throw new NotFoundError('contact not found');
-      return (await contactStore.toContacts(knex, [row]))[0]!;
+      return (await contactLookup.toContacts(knex, [row]))[0]!;
     },
 
     /**
@@ -57,25 +57,24 @@ export function createDataRightsService(deps: {
      */
     async erase(workspaceId: string, id: string): Promise<void> {
       await writeTransaction(async (trx) => {
-        if (!(await contactStore.findById(trx, workspaceId, id, true))) throw new NotFoundError();
-        const views = await activityStore.viewsOf(trx, workspaceId, id, VIEW_EVENT);
-        await activity.record(trx, new ActivityDelta().views(workspaceId, views, -1));
+        if (!(await contactLookup.findById(trx, workspaceId, id, true))) throw new NotFoundError();
+        await activity.forgetViewsOf(trx, workspaceId, id);
         await store.deleteTraces(trx, workspaceId, id);
-        await contactStore.erase(trx, id, Date.now());
+        await contactLookup.erase(trx, id, Date.now());
       });
     },
 
     /** Everything kept about the contact, each kind whole (no paging). */
     async export(workspaceId: string, id: string): Promise<ContactExport> {
-      const row = await contactStore.findById(knex, workspaceId, id);
+      const row = await contactLookup.findById(knex, workspaceId, id);
       if (!row) throw new NotFoundError();
       const filter = { contact_id: id };
       return {
-        contact: (await contactStore.toContacts(knex, [row]))[0]!,
+        contact: (await contactLookup.toContacts(knex, [row]))[0]!,
         events: await everything((paging) => lists.events.list(workspaceId, filter, paging)),
         orders: await everything((paging) => lists.orders.list(workspaceId, filter, paging)),
         messages: await everything((paging) => lists.messages.list(workspaceId, filter, paging)),
-        consent: await contactStore.statusChanges(knex, id),
+        consent: await contactLookup.statusChanges(knex, id),
       };
     },
   };

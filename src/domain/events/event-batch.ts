@@ -1,9 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import type { z } from 'zod';
-import { emailKey } from '../contacts/contact.schema.js';
-import type { ContactStore } from '../contacts/contact-store.js';
-import { contactKey } from '../contacts/contact-store.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
+import { contactKey } from '../contacts/contact-lookup.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import type { TableGrowth } from '../db/table-growth.js';
 import { ValidationError } from '../errors.js';
@@ -22,7 +21,7 @@ import {
 } from './event.schema.js';
 import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
 import type { EventWrite, EventWriteResult } from './event-write.js';
-import { compositeKey } from '../shared/keys.js';
+import { compositeKey, emailKey } from '../shared/keys.js';
 
 export interface BatchRowError {
   index: number;
@@ -78,12 +77,12 @@ function withDedupeKey(properties: Record<string, unknown>, dedupeKey: string): 
 export function createEventBatches(deps: {
   writer: WriteBatcher;
   eventStore: EventStore;
-  contactStore: ContactStore;
+  contactLookup: ContactLookup;
   recordEvents: BatchHandler<EventWrite, EventWriteResult>;
   activity: ProductActivity;
   tableGrowth: TableGrowth;
 }) {
-  const { writer, eventStore, contactStore, recordEvents, activity, tableGrowth } = deps;
+  const { writer, eventStore, contactLookup, recordEvents, activity, tableGrowth } = deps;
 
   /** POST rows set-based in one transaction: a dedupe lookup, then the shared event handler. */
   async function recordRows(
@@ -147,7 +146,7 @@ export function createEventBatches(deps: {
     upsert: boolean,
     result: CorrectResult,
   ) {
-    const owners = await contactStore.idsByEmails(
+    const owners = await contactLookup.idsByEmails(
       trx,
       rows.map((r) => [workspaceId, r.input.email] as const),
     );

@@ -29,3 +29,6 @@ export function canonicalEventName(name: string): string {
 export function isStandardEvent(name: string): boolean {
   return CANONICAL.has(name);
 }
+
+/** The events that are cart activity for abandoned-cart flows, besides the webhook's cart facts. */
+export const CART_EVENT_NAMES = ['added_to_cart', 'started_checkout'];

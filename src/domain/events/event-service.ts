@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { EnsureContacts } from '../contacts/contact-service.js';
-import type { ContactStore } from '../contacts/contact-store.js';
-import { contactKey } from '../contacts/contact-store.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
+import { contactKey } from '../contacts/contact-lookup.js';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError, ValidationError } from '../errors.js';
 import { uuidv7 } from '../shared/ids.js';
@@ -15,7 +16,7 @@ import {
   eventListQuerySchema,
   type EventRecord,
 } from './event.schema.js';
-import { dedupeKeyOf, type EventRow, type EventStore } from './event-store.js';
+import { createEventStore, dedupeKeyOf, type EventRow } from './event-store.js';
 import { identityTokenOf } from '../identity-tokens/identity-token.schema.js';
 import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
 import { ActivityDelta } from '../recommendations/activity-delta.js';
@@ -32,8 +33,8 @@ const COLLECT_SOURCE = 'collect';
 export function createEventService(deps: {
   knex: Knex;
   writer: WriteBatcher;
-  eventStore: EventStore;
-  contactStore: ContactStore;
+  dialect: Dialect;
+  contactLookup: ContactLookup;
   ensureContacts: EnsureContacts;
   outbox: TriggerOutbox;
   /** Sets the Shipping Status of orders named by stored `shipping_information` events (shipments noun). */
@@ -46,7 +47,8 @@ export function createEventService(deps: {
   /** Owners seen before, used without a lookup (checked inside the transaction). */
   knownContacts: KnownContacts;
 }) {
-  const { knex, writer, eventStore, contactStore, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth, knownContacts } = deps;
+  const { knex, writer, contactLookup, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth, knownContacts } = deps;
+  const eventStore = createEventStore(deps.dialect);
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace (remembered ones unread). */
   async function existingContactIds(trx: Knex.Transaction, writes: EventWrite[], remembered: RememberedContacts) {
@@ -63,7 +65,7 @@ export function createEventService(deps: {
       idsByWorkspace.set(w.workspaceId, list);
     }
     for (const [workspaceId, ids] of idsByWorkspace) {
-      const rows = await contactStore.findByIds(trx, workspaceId, ids);
+      const rows = await contactLookup.findByIds(trx, workspaceId, ids);
       remembered.learn(rows);
       for (const row of rows) known.add(compositeKey(workspaceId, row.id));
     }
@@ -77,7 +79,7 @@ export function createEventService(deps: {
   const recordEvents: BatchHandler<EventWrite, EventWriteResult> = async (trx, writes) => {
     const remembered = knownContacts.within(trx);
     const knownIds = await existingContactIds(trx, writes, remembered);
-    const existingByEmail = await contactStore.idsByEmails(
+    const existingByEmail = await contactLookup.idsByEmails(
       trx,
       writes.flatMap((w) => ('existingEmail' in w.owner ? [[w.workspaceId, w.owner.existingEmail] as const] : [])),
     );
@@ -109,7 +111,7 @@ export function createEventService(deps: {
     );
     remembered.learn([...ensured.values()].map((owner) => owner.row));
 
-    const anonymousOwners = await contactStore.ownersOfAnonymousIds(
+    const anonymousOwners = await contactLookup.ownersOfAnonymousIds(
       trx,
       writes.flatMap((w) => ('anonymousId' in w.owner && !('email' in w.owner) ? [[w.workspaceId, w.owner.anonymousId]] : [])) as [
         string,
@@ -192,7 +194,7 @@ export function createEventService(deps: {
     recordEvents,
 
     /** POST and PUT /api/v1/events/batch, `emk events import|correct`: see event-batch.ts. */
-    ...createEventBatches({ writer, eventStore, contactStore, recordEvents, activity, tableGrowth }),
+    ...createEventBatches({ writer, eventStore, contactLookup, recordEvents, activity, tableGrowth }),
 
     /** POST /collect/event: attach by contact_id, else email (created if unseen), else anonymous_id. */
     async collect(workspaceId: string, body: unknown): Promise<EventRecord> {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { timestampSchema } from '../shared/time.js';
 import { anonymousIdSchema } from '../contacts/contact.schema.js';
 import { emailSchema, jsonObject, text } from '../shared/validate.js';
-import { timestampSchema } from '../orders/order.schema.js';
 import { canonicalEventName } from './event-names.js';
 
 export const eventNameSchema = text(255).transform(canonicalEventName);

@@ -1,12 +1,13 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { Database } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Product } from '../products/product.schema.js';
-import type { ProductStore } from '../products/product-store.js';
+import type { ProductService } from '../products/product-service.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { parseInput } from '../shared/validate.js';
-import { isPerRecipient } from '../recommendations/rankings.js';
+import { isPerRecipient, type FeedRanker, type RankedType } from '../recommendations/rankings.js';
 import {
   boundsProblem,
   DEFAULT_SETTINGS,
@@ -19,7 +20,7 @@ import {
   type RecommendationType,
   type SortBy,
 } from './feed.schema.js';
-import { toFeed, type FeedOrder, type FeedRow, type FeedStore } from './feed-store.js';
+import { createFeedStore, toFeed, type FeedOrder, type FeedRow } from './feed-store.js';
 import type { Db } from '../db/database.js';
 
 export type { FeedOrder };
@@ -29,28 +30,6 @@ export interface FeedReply {
   product_count: number;
   products?: Product[];
 }
-
-/**
- * What a ranking orders by: a feed's recommendation type, or `cart_or_order_items` (the recipient's own carted
- * and ordered products, newest first), which no feed offers but a template's product block falls back to.
- */
-export type RankedType = RecommendationType | 'cart_or_order_items';
-
-/**
- * Ranks a feed by customer behaviour. Returns at most `limit` product ids in ranked order, or null when the type
- * is not ranked by it (the plain ordering applies). `filtered()` is a fresh query over `products as p` with the
- * workspace and every feed filter applied, no columns selected and no order: the ranker joins its data to it.
- */
-export type FeedRanker = (args: {
-  db: Knex;
-  workspaceId: string;
-  type: RankedType;
-  contactId: string | undefined;
-  limit: number;
-  filtered: () => Knex.QueryBuilder;
-  /** The feed's categories filter (empty: none): every product `filtered()` yields has at least one of them. */
-  categories: string[];
-}) => Promise<string[] | null>;
 
 const round4 = (n: number | null) => (n === null ? null : Math.round(n * 1e4) / 1e4);
 
@@ -67,17 +46,17 @@ export const catalogOrder = (feed: FeedSettings): FeedOrder => (feed.recommendat
 export function createFeedService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  feeds: FeedStore;
-  products: ProductStore;
+  dialect: Dialect;
+  products: Pick<ProductService, 'recordsByIds'>;
   ranker?: FeedRanker;
 }) {
-  const { knex, writeTransaction, feeds, products, ranker } = deps;
+  const { knex, writeTransaction, products, ranker } = deps;
+  const feeds = createFeedStore(deps.dialect);
 
   /** Management records of these products, in the order given. */
   async function toProducts(db: Db, workspaceId: string, ids: string[]): Promise<Product[]> {
     if (ids.length === 0) return [];
-    const rows = await products.findByIds(db, workspaceId, ids);
-    const byId = new Map((await products.toProducts(db, rows)).map((p) => [p.id, p]));
+    const byId = new Map((await products.recordsByIds(db, workspaceId, ids)).map((p) => [p.id, p]));
     return ids.flatMap((id) => byId.get(id) ?? []);
   }
 

@@ -1,25 +1,26 @@
 import type { Knex } from 'knex';
-import type { ContactStore } from '../contacts/contact-store.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { Database, Db } from '../db/database.js';
 import type { Job, JobHandlers, JobQueue, JobToEnqueue } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
-import type { MessageStore } from '../messages/message-store.js';
 import { chunk } from '../db/bulk.js';
 import { uuidv7 } from '../shared/ids.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import type { FactConsumer } from '../triggers/trigger-dispatcher.js';
-import { CART_EVENT_NAMES, type OutboxFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
+import { CART_EVENT_NAMES } from '../events/event-names.js';
+import type { OutboxFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
 import type { EmailStep, ExitReason } from './flow.schema.js';
-import { IN_PROGRESS, type EnrollmentRow, type FlowRow, type FlowStore, type TriggerContext } from './flow-store.js';
+import { createFlowStore, IN_PROGRESS, type EnrollmentRow, type FlowRow, type TriggerContext } from './flow-store.js';
 import type { TriggerContexts } from './trigger-context.js';
+import type { SegmentConditions } from '../segments/segment.schema.js';
+import type { SegmentService } from '../segments/segment-service.js';
 
 export const FLOW_JOBS = { step: 'flow.step', cartCheck: 'flow.cart_check' } as const;
 
 /** Enrolments per step job: a retried job redoes little, and one job renders and delivers a batch of messages. */
 export const STEP_BATCH = 100;
 
-/** Which contacts meet a flow's filters now (segment conditions, docs/segments.md). */
-export type FilterMatcher = (db: Db, workspaceId: string, conditions: Record<string, unknown>, contactIds: string[]) => Promise<Set<string>>;
 
 const CART_ACTIVITY = { triggerTypes: ['cart' as const], eventNames: CART_EVENT_NAMES };
 const ORDERS = { triggerTypes: ['order_placed' as const] };
@@ -73,17 +74,21 @@ interface EnrollmentRequest {
 export function createFlowEngine(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: FlowStore;
+  dialect: Dialect;
   outbox: TriggerOutbox;
   jobs: JobQueue;
   contexts: TriggerContexts;
-  contactStore: ContactStore;
-  messageStore: MessageStore;
+  contactLookup: ContactLookup;
   messages: MessageService;
-  filters: FilterMatcher;
+  /** Which contacts meet a flow's filters now (segment conditions, docs/segments.md). */
+  segments: Pick<SegmentService, 'matching'>;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, outbox, jobs, contexts, contactStore, messageStore, messages, filters } = deps;
+  const { knex, writeTransaction, outbox, jobs, contexts, contactLookup, messages, segments } = deps;
+  // A flow's filters were checked as segment conditions when it was saved.
+  const filters = (db: Db, workspaceId: string, conditions: Record<string, unknown>, contactIds: string[]) =>
+    segments.matching(db, workspaceId, conditions as SegmentConditions, contactIds);
+  const store = createFlowStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
   /** Step jobs for enrolments (id, step), a job per STEP_BATCH of them: one job sends one batch of messages. */
@@ -118,7 +123,7 @@ export function createFlowEngine(deps: {
       const ids = [...new Set(group.map((r) => r.contactId))];
       const meeting =
         flow.filters === null
-          ? new Set((await contactStore.findByIds(db, flow.workspace_id, ids)).map((c) => c.id))
+          ? new Set((await contactLookup.findByIds(db, flow.workspace_id, ids)).map((c) => c.id))
           : await filters(db, flow.workspace_id, flow.filters, ids);
       kept.push(...group.filter((r) => meeting.has(r.contactId)));
     }
@@ -163,19 +168,7 @@ export function createFlowEngine(deps: {
     if (orders.length > 0) {
       const lastOrderOf = new Map<string, number>();
       for (const f of orders) lastOrderOf.set(f.contactId, Math.max(f.id, lastOrderOf.get(f.contactId) ?? 0));
-      await store.exitWhere(
-        trx,
-        (q) =>
-          q
-            .where((byContact) => {
-              for (const [contactId, orderFact] of lastOrderOf) {
-                byContact.orWhere((one) => one.where({ contact_id: contactId }).where('trigger_fact_id', '<', orderFact));
-              }
-            })
-            .whereIn('flow_id', trx('flows').select('id').where({ trigger_type: 'abandoned_cart' }).whereIn('workspace_id', [...new Set(orders.map((f) => f.workspaceId))])),
-        'order_placed',
-        now,
-      );
+      await store.exitCartEnrollmentsBefore(trx, [...new Set(orders.map((f) => f.workspaceId))], lastOrderOf, now);
     }
 
     const flowTypes = [...new Set(owned.flatMap((f) => FLOW_TYPES_OF_FACT[f.triggerType]))];
@@ -242,19 +235,19 @@ export function createFlowEngine(deps: {
    */
   async function sendEmails({ flow, step, enrollments }: AtStep, content: EmailStep): Promise<void> {
     const keyOf = (e: EnrollmentRow) => `f:${e.id}:${step}`;
-    const existing = await messageStore.existingDedupeKeys(knex, enrollments.map(keyOf));
+    const existing = await messages.existingDedupeKeys(knex, enrollments.map(keyOf));
     const fresh = enrollments.filter((e) => !existing.has(keyOf(e)));
     const now = clock();
     // Smart sending: marketing email only, and only to those who got none within the window.
     const recent =
       flow.message_type === 'marketing' && flow.smart_sending_hours > 0
-        ? await messageStore.marketingSentSince(knex, [...new Set(fresh.map((e) => e.contact_id))], now - flow.smart_sending_hours * 3_600_000)
+        ? await messages.marketingSentSince(knex, [...new Set(fresh.map((e) => e.contact_id))], now - flow.smart_sending_hours * 3_600_000)
         : new Set<string>();
-    const contacts = new Map((await contactStore.findByIds(knex, flow.workspace_id, [...new Set(fresh.map((e) => e.contact_id))])).map((c) => [c.id, c]));
+    const contacts = new Map((await contactLookup.findByIds(knex, flow.workspace_id, [...new Set(fresh.map((e) => e.contact_id))])).map((c) => [c.id, c]));
     const writing = fresh.filter((e) => !recent.has(e.contact_id) && contacts.has(e.contact_id));
     await writeTransaction(async (trx) => {
       await store.addSkipped(trx, flow.id, fresh.filter((e) => recent.has(e.contact_id)).length);
-      await messageStore.insertFlowMessages(
+      await messages.queueFlowMessages(
         trx,
         writing.map((e) => ({
           id: uuidv7(now),
@@ -269,7 +262,7 @@ export function createFlowEngine(deps: {
         now,
       );
     });
-    const pending = await messageStore.pendingByDedupeKeys(knex, enrollments.map(keyOf));
+    const pending = await messages.pendingByDedupeKeys(knex, enrollments.map(keyOf));
     if (pending.length === 0) return;
     const contextOf = new Map(enrollments.map((e) => [e.id, e.context]));
     await messages.deliver(

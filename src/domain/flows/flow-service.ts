@@ -1,7 +1,8 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { Database, Db } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import type { SendReports } from '../reports/send-report.js';
+import type { MessageService } from '../messages/message-service.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
@@ -19,13 +20,10 @@ import {
   type FlowStep,
   type FlowTrigger,
 } from './flow.schema.js';
-import type { FlowRow, FlowStore } from './flow-store.js';
+import { createFlowStore, type FlowRow } from './flow-store.js';
+import { parseConditions } from '../segments/segment.schema.js';
+import type { SegmentService } from '../segments/segment-service.js';
 
-/** What flows need of segments: conditions checked at save (naming the place), and whether an id names one. */
-export interface FlowSegments {
-  checkConditions(value: unknown, field: string): unknown;
-  exists(db: Db, workspaceId: string, segmentId: string): Promise<boolean>;
-}
 
 /**
  * Flows (docs/flows.md): the records, their checks at save, enrolment lists and reports. What runs them is the
@@ -34,15 +32,17 @@ export interface FlowSegments {
 export function createFlowService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: FlowStore;
+  dialect: Dialect;
   engine: FlowEngine;
   templates: Templates;
-  segments: FlowSegments;
+  /** Whether a `segment_entered` trigger names one of the workspace's segments. */
+  segments: Pick<SegmentService, 'exists'>;
   outbox: TriggerOutbox;
-  sendReport: SendReports;
+  messages: Pick<MessageService, 'report'>;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, engine, templates, segments, outbox, sendReport } = deps;
+  const { knex, writeTransaction, engine, templates, segments, outbox, messages } = deps;
+  const store = createFlowStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
   /** Templates parse, filters are usable conditions, a segment trigger names a segment: each 400 names its place. */
@@ -57,7 +57,7 @@ export function createFlowService(deps: {
       templates.check(step.html, `steps[${i}].html`);
       if (typeof step.text === 'string') templates.check(step.text, `steps[${i}].text`);
     });
-    if (input.filters) segments.checkConditions(input.filters, 'filters');
+    if (input.filters) parseConditions(input.filters, 'filters');
     if (input.trigger?.type === 'segment_entered' && !(await segments.exists(db, workspaceId, input.trigger.segment_id))) {
       throw new ValidationError('invalid request: trigger.segment_id names no segment');
     }
@@ -70,6 +70,9 @@ export function createFlowService(deps: {
   }
 
   return {
+    /** Names by id (the revenue report's rows). */
+    names: (db: Db, workspaceId: string, ids: string[]) => store.names(db, workspaceId, ids),
+
     async create(workspaceId: string, body: unknown): Promise<Flow> {
       const input = parseInput(flowCreateSchema, body);
       await check(knex, workspaceId, input);
@@ -142,7 +145,7 @@ export function createFlowService(deps: {
 
     async report(workspaceId: string, id: string): Promise<FlowReport> {
       const row = await load(knex, workspaceId, id);
-      const sends = await sendReport(knex, workspaceId, { flow_id: id });
+      const sends = await messages.report(knex, workspaceId, { flow_id: id });
       const enrolments = await store.enrollmentCounts(knex, id);
       const enrolled = Object.values(enrolments).reduce((sum, n) => sum + n, 0);
       return {

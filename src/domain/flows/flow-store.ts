@@ -215,6 +215,27 @@ export function createFlowStore(dialect: Dialect) {
       return query.update({ status: 'exited', exit_reason: reason, next_run_at: null, updated_at: now });
     },
 
+    /**
+     * Ends the abandoned-cart enrolments of these workspaces that each contact started before its order (an
+     * outbox fact id: facts are numbered in commit order); returns how many.
+     */
+    exitCartEnrollmentsBefore(db: Db, workspaceIds: string[], lastOrderOf: Map<string, number>, now: number): Promise<number> {
+      const cartFlows = db('flows').select('id').where({ trigger_type: 'abandoned_cart' }).whereIn('workspace_id', workspaceIds);
+      return this.exitWhere(
+        db,
+        (q) =>
+          q
+            .where((byContact) => {
+              for (const [contactId, orderFact] of lastOrderOf) {
+                byContact.orWhere((one) => one.where({ contact_id: contactId }).where('trigger_fact_id', '<', orderFact));
+              }
+            })
+            .whereIn('flow_id', cartFlows),
+        'order_placed',
+        now,
+      );
+    },
+
     /** The in-progress enrolments of a flow, for the jobs that resume them. */
     async inProgress(db: Db, flowId: string): Promise<Array<{ id: string; current_step: number; next_run_at: number | null }>> {
       const rows = await db('flow_enrollments').where({ flow_id: flowId }).whereIn('status', IN_PROGRESS).select('id', 'current_step', 'next_run_at');

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sendReportSchema } from '../campaigns/campaign.schema.js';
+import { sendReportSchema } from '../shared/send-report.js';
 import { canonicalEventName } from '../events/event-names.js';
 import { emailSchema, jsonObject, text } from '../shared/validate.js';
 

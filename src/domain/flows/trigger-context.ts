@@ -1,7 +1,7 @@
-import type { CartRecord, CartStore } from '../carts/cart-store.js';
+import type { CartRecord, CartService } from '../carts/cart-service.js';
 import type { Db } from '../db/database.js';
-import type { EventStore } from '../events/event-store.js';
-import type { OrderStore } from '../orders/order-store.js';
+import type { EventRecords } from '../events/event-records.js';
+import type { OrderLookup } from '../orders/order-lookup.js';
 import type { OutboxFact } from '../triggers/trigger-outbox.js';
 import type { TriggerContext } from './flow-store.js';
 
@@ -18,16 +18,15 @@ const cartVariables = (cart: CartRecord): NonNullable<TriggerContext['cart']> =>
  * read for a whole batch of facts in one query per kind and kept with the enrolment, so a later email shows
  * the trigger as it was.
  */
-export function createTriggerContexts(deps: { eventStore: EventStore; orderStore: OrderStore; cartStore: CartStore }) {
-  const { eventStore, orderStore, cartStore } = deps;
+export function createTriggerContexts(deps: { eventRecords: EventRecords; orders: OrderLookup; carts: Pick<CartService, 'find'> }) {
+  const { eventRecords, orders: orderLookup, carts: cartLookup } = deps;
 
   return {
     async load(db: Db, facts: OutboxFact[]): Promise<Map<number, TriggerContext>> {
       const idsOf = (type: OutboxFact['subjectType']) => [...new Set(facts.filter((f) => f.subjectType === type).map((f) => f.subjectId))];
-      const events = new Map((await eventStore.findByIds(db, idsOf('event'))).map((e) => [e.id, e]));
-      const orderRows = await orderStore.findByIds(db, idsOf('order'));
-      const orders = new Map((await orderStore.toOrders(db, orderRows)).map((o) => [o.id, o]));
-      const carts = new Map((await cartStore.find(db, { ids: idsOf('cart') })).map((c) => [c.id, c]));
+      const events = new Map((await eventRecords.findByIds(db, idsOf('event'))).map((e) => [e.id, e]));
+      const orders = new Map((await orderLookup.recordsByIds(db, idsOf('order'))).map((o) => [o.id, o]));
+      const carts = new Map((await cartLookup.find(db, { ids: idsOf('cart') })).map((c) => [c.id, c]));
 
       const contexts = new Map<number, TriggerContext>();
       for (const fact of facts) {
@@ -54,7 +53,7 @@ export function createTriggerContexts(deps: { eventStore: EventStore; orderStore
 
     /** A contact's latest cart, for abandoned carts seen only through events (no cart row of their own). */
     async latestCart(db: Db, contactId: string): Promise<TriggerContext['cart'] | undefined> {
-      const [cart] = await cartStore.find(db, { contactId });
+      const [cart] = await cartLookup.find(db, { contactId });
       return cart ? cartVariables(cart) : undefined;
     },
   };

@@ -1,11 +1,11 @@
 import type { Knex } from 'knex';
-import type { ContactStore } from '../contacts/contact-store.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
 import { NotFoundError } from '../errors.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import { decodeIdentityToken, encodeIdentityToken } from './identity-token-codec.js';
 import { identityClaimsSchema, type IdentityClaims, type IdentityClaimsInput } from './identity-token.schema.js';
-import type { IdentityTokenStore } from './identity-token-store.js';
+import { createIdentityTokenStore } from './identity-token-store.js';
 
 export type { IdentityClaims } from './identity-token.schema.js';
 
@@ -13,8 +13,9 @@ export type { IdentityClaims } from './identity-token.schema.js';
  * Identity tokens: the `_ir_id` value a sent message carries, tying a later visit or order to the contact and
  * the message (campaign or flow) that issued it. Signed with the workspace secret; nothing is stored.
  */
-export function createIdentityTokenService(deps: { knex: Knex; store: IdentityTokenStore; contactStore: ContactStore }) {
-  const { knex, store, contactStore } = deps;
+export function createIdentityTokenService(deps: { knex: Knex; contactLookup: ContactLookup }) {
+  const { knex, contactLookup } = deps;
+  const store = createIdentityTokenStore();
   // A workspace's secret does not change; the cache spares the webhook a query per order.
   const secrets = new TtlCache<string, string>(60_000);
 
@@ -55,7 +56,7 @@ export function createIdentityTokenService(deps: { knex: Knex; store: IdentityTo
       const secret = await secretOf(db, workspaceId);
       if (!secret) return null;
       const claims = decodeIdentityToken(secret, workspaceId, token);
-      if (!claims || !(await contactStore.findById(db, workspaceId, claims.contactId))) return null;
+      if (!claims || !(await contactLookup.findById(db, workspaceId, claims.contactId))) return null;
       return claims;
     },
   };

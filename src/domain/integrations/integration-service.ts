@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
 import { NotFoundError, UnauthorizedError } from '../errors.js';
@@ -14,7 +15,7 @@ import {
   type Integration,
   type WebhookIntegration,
 } from './integration.schema.js';
-import type { IntegrationRow, IntegrationStore } from './integration-store.js';
+import { createIntegrationStore, type IntegrationRow } from './integration-store.js';
 
 export type { CreatedIntegration, Integration, WebhookIntegration } from './integration.schema.js';
 
@@ -43,11 +44,12 @@ function sameHash(a: string, b: string): boolean {
 /** Store integrations (a Website integration per shop); each has its own webhook key. */
 export function createIntegrationService(deps: {
   knex: Knex;
-  store: IntegrationStore;
+  dialect: Dialect;
   writeTransaction: Database['writeTransaction'];
   clock?: Clock;
 }) {
-  const { knex, store, writeTransaction } = deps;
+  const { knex, writeTransaction } = deps;
+  const store = createIntegrationStore(deps.dialect);
   // Integration id → its row, for the webhook's hot path. Changes made here drop the entry at once.
   const cache = new TtlCache<string, IntegrationRow>(CACHE_TTL_MS, deps.clock);
 

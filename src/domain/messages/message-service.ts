@@ -1,8 +1,12 @@
 import type { Knex } from 'knex';
+import { emailKey } from '../shared/keys.js';
 import type { Database } from '../db/database.js';
 import type { Transport } from '../delivery/transport.js';
 import { TemporaryDeliveryError, textFromHtml, type OutgoingMail } from '../delivery/mail.js';
-import type { ContactRow } from '../contacts/contact-store.js';
+import type { ContactRow } from '../contacts/contact-lookup.js';
+import type { Db } from '../db/database.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { mayStillReceive } from '../segments/audience.js';
 import { uuidv7 } from '../shared/ids.js';
 import { NotFoundError } from '../errors.js';
 import { RetryJobLater } from '../jobs/job-queue.js';
@@ -15,9 +19,11 @@ import type { SuppressionService } from '../suppressions/suppression-service.js'
 import type { TemplateVariables, Templates } from '../templates/template-engine.js';
 import type { TrackingService } from '../tracking/tracking-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
-import { emailKey } from '../contacts/contact.schema.js';
 import { messageListQuerySchema, type MessageRecord } from './message.schema.js';
-import type { MessageOutcome, MessageStore, PendingMessage } from './message-store.js';
+import { createMessageStore, type FlowMessageRow, type MessageOutcome, type PendingMessage } from './message-store.js';
+import { createSendReports } from './send-report.js';
+
+export type { FlowMessageRow, PendingMessage } from './message-store.js';
 
 /** What one send renders: the campaign's or flow step's template and where it comes from. */
 export interface MessageContent {
@@ -59,17 +65,21 @@ export function contactVariables(contact: PendingMessage['contact']): TemplateVa
 export function createMessageService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: MessageStore;
+  dialect: Dialect;
   templates: Templates;
   transport: Transport;
   tracking: TrackingService;
   suppressions: SuppressionService;
   settings: SettingsService;
   workspaces: WorkspaceService;
+  /** What a campaign's or flow's report adds to its messages' counts: engagements and attributed revenue. */
+  reporting: Omit<Parameters<typeof createSendReports>[0], 'counts'>;
   baseUrl: string;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, templates, transport, tracking, suppressions, settings, workspaces } = deps;
+  const { knex, writeTransaction, templates, transport, tracking, suppressions, settings, workspaces } = deps;
+  const store = createMessageStore(deps.dialect);
+  const report = createSendReports({ ...deps.reporting, counts: store.counts });
   const clock = deps.clock ?? systemClock;
   const messageIdDomain = new URL(deps.baseUrl).hostname || 'localhost';
 
@@ -97,6 +107,27 @@ export function createMessageService(deps: {
 
   return {
     /**
+     * Queues a campaign's recipients (`recipients` selects them: the campaign's audience) in batches, once
+     * per campaign × contact, inside the caller's transaction.
+     */
+    queueCampaign: (trx: Knex.Transaction, args: { campaignId: string; recipients: Knex.QueryBuilder; batchSize: number; now: number }) =>
+      store.insertCampaignRecipients(trx, args),
+    /** A campaign batch's messages that have not reached an end, with their recipients. */
+    pendingInCampaignBatch: (db: Db, campaignId: string, batch: number) => store.pendingInBatch(db, campaignId, batch),
+    /** Whether any message of the campaign has not reached an end. */
+    campaignUnfinished: (db: Db, campaignId: string) => store.campaignUnfinished(db, campaignId),
+
+    /** Flow step messages, one per enrolment × step: a key that exists already adds nothing. */
+    queueFlowMessages: (db: Db, rows: FlowMessageRow[], now: number) => store.insertFlowMessages(db, rows, now),
+    existingDedupeKeys: (db: Db, keys: string[]) => store.existingDedupeKeys(db, keys),
+    pendingByDedupeKeys: (db: Db, keys: string[]) => store.pendingByDedupeKeys(db, keys),
+    /** Which of these contacts got a marketing message at or after `since` (smart sending). */
+    marketingSentSince: (db: Db, contactIds: string[], since: number) => store.marketingSentSince(db, contactIds, since),
+
+    /** Delivery, engagement and attributed revenue of a campaign's or flow's messages (their reports). */
+    report,
+
+    /**
      * Renders and delivers messages of one workspace written earlier as `queued` (or left `sending` by a
      * process that died). Recipients who may no longer get them (suppressed; unsubscribed for marketing) lose
      * their row and count as skipped. A render failure fails that message alone. Temporary relay failures leave
@@ -113,9 +144,7 @@ export function createMessageService(deps: {
       } = {},
     ): Promise<{ delivered: number; failed: number; skipped: number }> {
       const suppressed = await suppressions.suppressedKeys(knex, workspaceId, messages.map((m) => m.to));
-      const skipped = messages.filter(
-        (m) => suppressed.has(emailKey(m.to)) || (m.message_type === 'marketing' && m.contact.subscription_status !== 'subscribed'),
-      );
+      const skipped = messages.filter((m) => !mayStillReceive(m, suppressed.has(emailKey(m.to))));
       const skippedIds = new Set(skipped.map((m) => m.id));
       const due = messages.filter((m) => !skippedIds.has(m.id));
 

@@ -116,25 +116,24 @@ export function createMessageStore(dialect: Dialect) {
     toRecord,
 
     /**
-     * Fixes a campaign's recipients in one statement: a `queued` message for every subscribed contact whose
-     * address is not suppressed, numbered into batches of `batchSize`. The unique dedupe key (campaign ×
-     * contact) makes a second run add nobody. Returns how many messages the campaign has and its batch count.
+     * Fixes a campaign's recipients in one statement: a `queued` message for every contact `recipients`
+     * selects (`id`, `workspace_id`, `email`), numbered into batches of `batchSize`. The unique dedupe key
+     * (campaign × contact) makes a second run add nobody. Returns how many messages the campaign has and its
+     * batch count.
      */
     async insertCampaignRecipients(
       trx: Knex.Transaction,
-      args: { workspaceId: string; campaignId: string; segmentId: string | null; batchSize: number; now: number },
+      args: { campaignId: string; recipients: Knex.QueryBuilder; batchSize: number; now: number },
     ): Promise<{ recipients: number; batches: number }> {
-      // With a segment: its members as the membership table holds them now.
-      const inSegment = args.segmentId === null ? '' : 'AND EXISTS (SELECT 1 FROM segment_members sm WHERE sm.segment_id = ? AND sm.contact_id = c.id)';
+      const audience = args.recipients.toSQL();
+      // `WHERE 1 = 1`: SQLite reads ON CONFLICT after a bare FROM as a join constraint.
       await trx.raw(
         `INSERT INTO messages (id, workspace_id, contact_id, campaign_id, dedupe_key, batch, message_type, to_email, status, created_at, updated_at)
-         SELECT ${dialect.newIdSql}, c.workspace_id, c.id, ?, ? || c.id, (ROW_NUMBER() OVER (ORDER BY c.id) - 1) / ?, 'marketing', c.email, 'queued', ?, ?
-         FROM contacts c
-         WHERE c.workspace_id = ? AND c.subscription_status = 'subscribed' AND c.erased_at IS NULL
-           AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.workspace_id = c.workspace_id AND s.email_key = c.email_key)
-           ${inSegment}
+         SELECT ${dialect.newIdSql}, r.workspace_id, r.id, ?, ? || r.id, (ROW_NUMBER() OVER (ORDER BY r.id) - 1) / ?, 'marketing', r.email, 'queued', ?, ?
+         FROM (${audience.sql}) r
+         WHERE 1 = 1
          ON CONFLICT (dedupe_key) DO NOTHING`,
-        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, args.now, args.now, args.workspaceId, ...(args.segmentId === null ? [] : [args.segmentId])],
+        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, args.now, args.now, ...audience.bindings] as Knex.RawBinding[],
       );
       const row = await trx('messages')
         .where({ campaign_id: args.campaignId })

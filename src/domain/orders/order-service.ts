@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { EnsureContacts } from '../contacts/contact-service.js';
-import { contactKey, type ContactStore } from '../contacts/contact-store.js';
+import { contactKey, type ContactLookup } from '../contacts/contact-lookup.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { ActivityDelta } from '../recommendations/activity-delta.js';
@@ -19,7 +20,7 @@ import {
   type Order,
   type SyncOrderInput,
 } from './order.schema.js';
-import type { OrderStore } from './order-store.js';
+import { createOrderStore } from './order-store.js';
 import { orderPlacedFact, orderRow, salesOf, type OrderChange, type OrderUpsert } from './order-upsert.js';
 import type { TableGrowth } from '../db/table-growth.js';
 
@@ -35,8 +36,8 @@ export function createOrderService(deps: {
   knex: Knex;
   writer: WriteBatcher;
   writeTransaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => Promise<T>;
-  orderStore: OrderStore;
-  contactStore: ContactStore;
+  dialect: Dialect;
+  contactLookup: ContactLookup;
   ensureContacts: EnsureContacts;
   upsert: OrderUpsert;
   outbox: TriggerOutbox;
@@ -44,7 +45,8 @@ export function createOrderService(deps: {
   /** A plain insert reports its order (planner statistics on PostgreSQL; the upsert reports its own). */
   tableGrowth: TableGrowth;
 }) {
-  const { knex, writer, writeTransaction, orderStore, contactStore, ensureContacts, upsert, outbox, activity, tableGrowth } = deps;
+  const { knex, writer, writeTransaction, contactLookup, ensureContacts, upsert, outbox, activity, tableGrowth } = deps;
+  const orderStore = createOrderStore(deps.dialect);
 
   /** Writes valid sync rows in the caller's transaction; counts and row errors go into `result`. */
   async function syncRows(trx: Knex.Transaction, workspaceId: string, valid: Array<{ index: number; input: SyncOrderInput }>, result: SyncResult) {
@@ -115,7 +117,7 @@ export function createOrderService(deps: {
     async create(workspaceId: string, body: unknown) {
       const input = parseInput(createOrderSchema, body);
       const row = await writer.run(async (trx) => {
-        const owner = await contactStore.findById(trx, workspaceId, input.contact_id);
+        const owner = await contactLookup.findById(trx, workspaceId, input.contact_id);
         if (!owner) throw new NotFoundError('contact not found');
         const now = Date.now();
         const order = orderRow({

@@ -2,6 +2,7 @@ import { chunk, insertRows } from '../db/bulk.js';
 import { bulkInsert, bulkInsertIgnoringConflicts } from '../db/bulk-insert.js';
 import { deferWrite } from '../db/deferred-writes.js';
 import type { Dialect } from '../db/dialect/dialect.js';
+import { NET_REVENUE_SQL } from './net-revenue.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
@@ -37,9 +38,6 @@ export interface OrderRow {
 }
 
 const KEYS_PER_QUERY = 5_000;
-
-/** Net revenue of an order (what lifetime revenue and reports sum): nothing once cancelled, less refunds. */
-export const NET_REVENUE_SQL = 'CASE WHEN cancelled_at IS NULL THEN total_amount - refunded_amount ELSE 0 END';
 
 export function createOrderStore(dialect: Dialect) {
   const fromRow = (raw: Record<string, unknown>): OrderRow => ({

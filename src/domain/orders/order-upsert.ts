@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import { uuidv7 } from '../shared/ids.js';
 import { compositeKey } from '../shared/keys.js';
 import { contactChangedFact, type TriggerFact, type TriggerOutbox } from '../triggers/trigger-outbox.js';
 import { ActivityDelta, type OrderActivity } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { orderNumberKey, type OrderItem } from './order.schema.js';
-import type { OrderRow, OrderStore } from './order-store.js';
+import { createOrderStore, type OrderRow } from './order-store.js';
 import type { TableGrowth } from '../db/table-growth.js';
 
 /**
@@ -133,7 +134,7 @@ function rounds(changes: OrderChange[]): number[][] {
 }
 
 export function createOrderUpsert(deps: {
-  orderStore: OrderStore;
+  dialect: Dialect;
   outbox: TriggerOutbox;
   attributeOrders: AttributeOrders;
   /** Units sold and co-occurrence feed the recommendation aggregates, in the same transaction. */
@@ -141,7 +142,8 @@ export function createOrderUpsert(deps: {
   /** New orders are reported as they are written (planner statistics on PostgreSQL). */
   tableGrowth: TableGrowth;
 }) {
-  const { orderStore, outbox, attributeOrders, activity, tableGrowth } = deps;
+  const { outbox, attributeOrders, activity, tableGrowth } = deps;
+  const orderStore = createOrderStore(deps.dialect);
 
   /** The stored row after applying a change to an existing order; null when nothing differs. */
   function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange): Partial<OrderRow> | null {

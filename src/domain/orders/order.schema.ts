@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseTimestamp } from '../shared/time.js';
+import { timestampSchema } from '../shared/time.js';
 import { moneySchema, quantitySchema } from '../shared/numbers.js';
 import { emailSchema, looseText, storableString, text } from '../shared/validate.js';
 import { productIdOfItem } from '../products/product-id.js';
@@ -17,16 +17,6 @@ export const externalIdSchema = z
   .union([z.string(), z.number().finite()])
   .transform((v) => String(v))
   .pipe(text(255));
-
-/** RFC 3339 or `YYYY-MM-DD HH:MM:SS` (read as UTC), to epoch milliseconds. */
-export const timestampSchema = z.string().transform((value, ctx) => {
-  const ms = parseTimestamp(value.trim());
-  if (ms === null) {
-    ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 time or YYYY-MM-DD HH:MM:SS' });
-    return z.NEVER;
-  }
-  return ms;
-});
 
 /** A line item names its product by `external_id`; older integrations sent a legacy spelling, read too. */
 const withProductId = (item: unknown) => {

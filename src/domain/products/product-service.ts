@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { Knex } from 'knex';
-import type { Database } from '../db/database.js';
+import type { Database, Db } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { randomToken, uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
@@ -15,7 +16,7 @@ import {
   type ProductInput,
   type Variant,
 } from './product.schema.js';
-import type { ProductRow, ProductStore, VariantRow } from './product-store.js';
+import { createProductStore, type ProductRow, type VariantRow } from './product-store.js';
 
 /** Where a write comes from: the platform and source every product it writes carries. */
 export interface ProductScope {
@@ -112,14 +113,15 @@ function variantRows(productId: string, variants: Variant[], now: number): Varia
 export function createProductService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  products: ProductStore;
+  dialect: Dialect;
   /**
    * Told, inside the writing transaction, which ranked products (by external id; every one of the workspace
    * when null) may have changed categories: the rankings' per-category totals follow the catalog.
    */
   categoriesChanged: (trx: Knex.Transaction, workspaceId: string, externalIds: string[] | null) => Promise<void>;
 }) {
-  const { knex, writeTransaction, products, categoriesChanged } = deps;
+  const { knex, writeTransaction, categoriesChanged } = deps;
+  const products = createProductStore(deps.dialect);
 
   /**
    * Upserts a group of validated products from one origin, set-based: one query finds the stored rows, one
@@ -232,6 +234,11 @@ export function createProductService(deps: {
   return {
     upsertManual,
     upsertForIntegration,
+
+    /** Management records of these products (a feed's page), in no particular order. */
+    async recordsByIds(db: Db, workspaceId: string, ids: string[]): Promise<Product[]> {
+      return products.toProducts(db, await products.findByIds(db, workspaceId, ids));
+    },
 
     /**
      * Rebuilds the workspace's feed-filter side tables and title keys from its products (`emk feeds

@@ -1,5 +1,6 @@
 import { systemClock, type Clock } from '../shared/time.js';
-import type { CounterStore } from './counter-store.js';
+import type { Database } from '../db/database.js';
+import { createDatabaseCounterStore, createMemoryCounterStore, type CounterStore } from './counter-store.js';
 import { decide, windowStartOf, type RateLimitDecision } from './sliding-window.js';
 
 /** One budget a request spends from: a key (scope and subject, e.g. `collect:ip:1.2.3.4`) and its limit. */
@@ -43,3 +44,7 @@ export function createRateLimiter(store: CounterStore, clock: Clock = systemCloc
 }
 
 export type RateLimiter = ReturnType<typeof createRateLimiter>;
+
+/** Processes sharing a database share their budgets through it; a lone embedded process keeps them in memory. */
+export const createRateLimiterFor = (db: Database, clock?: Clock) =>
+  createRateLimiter(db.dialect.sharedByProcesses ? createDatabaseCounterStore(db.relaxedKnex()) : createMemoryCounterStore(), clock);

@@ -1,8 +1,9 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { Database } from '../db/database.js';
 import { toIso } from '../shared/time.js';
 import { ActivityDelta, DAY_MS, dayOf, VIEW_EVENT } from './activity-delta.js';
-import type { ProductActivityStore, TotalChange } from './product-activity-store.js';
+import { createProductActivityStore, type TotalChange } from './product-activity-store.js';
 
 /** The spec's look-back: rankings read the last 90 UTC days, today included. */
 export const LOOKBACK_DAYS = 90;
@@ -28,10 +29,11 @@ const MIDNIGHT_MARGIN_MS = 5 * 60_000;
 export function createProductActivity(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: ProductActivityStore;
+  dialect: Dialect;
   now?: () => number;
 }) {
-  const { writeTransaction, store } = deps;
+  const { writeTransaction } = deps;
+  const store = createProductActivityStore(deps.dialect);
   const now = deps.now ?? Date.now;
   /** Per process: the window start each workspace is known to be rolled to (it only moves forward). */
   const rolledTo = new Map<string, number>();
@@ -54,7 +56,7 @@ export function createProductActivity(deps: {
     return start;
   }
 
-  return {
+  const api = {
     /** Writes a delta inside the caller's transaction: a few multi-row upserts per workspace, none when empty. */
     async record(trx: Knex.Transaction, delta: ActivityDelta): Promise<void> {
       const workspaces = delta.workspaces();
@@ -132,7 +134,14 @@ export function createProductActivity(deps: {
       await store.analyze(deps.knex);
       return { products, since: toIso(start * DAY_MS)!.slice(0, 10) };
     },
+
+    /** An erased contact's product views leave the aggregates (inside the erasure's transaction). */
+    async forgetViewsOf(trx: Knex.Transaction, workspaceId: string, contactId: string): Promise<void> {
+      const views = await store.viewsOf(trx, workspaceId, contactId, VIEW_EVENT);
+      await api.record(trx, new ActivityDelta().views(workspaceId, views, -1));
+    },
   };
+  return api;
 }
 
 export type ProductActivity = ReturnType<typeof createProductActivity>;

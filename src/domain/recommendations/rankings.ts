@@ -1,13 +1,35 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NotFoundError } from '../errors.js';
-import type { FeedRanker } from '../feeds/feed-service.js';
+import type { RecommendationType } from '../feeds/feed.schema.js';
 import { productIdOfItem, productIdsOfEvent, productIdOfProperties } from '../products/product-id.js';
 import { MANUAL_PLATFORM } from '../products/product-service.js';
 import { DAY_MS, VIEW_EVENT } from './activity-delta.js';
 import { windowStartAt, type ProductActivity } from './product-activity.js';
-import type { ProductActivityStore } from './product-activity-store.js';
+import { createProductActivityStore } from './product-activity-store.js';
 import type { TotalsColumn } from './category-totals.js';
+
+/**
+ * What a ranking orders by: a feed's recommendation type, or `cart_or_order_items` (the recipient's own carted
+ * and ordered products, newest first), which no feed offers but a template's product block falls back to.
+ */
+export type RankedType = RecommendationType | 'cart_or_order_items';
+
+/**
+ * Ranks a feed by customer behaviour. Returns at most `limit` product ids in ranked order, or null when the type
+ * is not ranked by it (the plain ordering applies). `filtered()` is a fresh query over `products as p` with the
+ * workspace and every feed filter applied, no columns selected and no order: the ranker joins its data to it.
+ */
+export type FeedRanker = (args: {
+  db: Knex;
+  workspaceId: string;
+  type: RankedType;
+  contactId: string | undefined;
+  limit: number;
+  filtered: () => Knex.QueryBuilder;
+  /** The feed's categories filter (empty: none): every product `filtered()` yields has at least one of them. */
+  categories: string[];
+}) => Promise<string[] | null>;
 
 const CART_EVENT = 'added_to_cart';
 
@@ -59,10 +81,10 @@ export function isPerRecipient(type: string): boolean {
 export function createRanker(deps: {
   dialect: Dialect;
   activity: ProductActivity;
-  activityStore: ProductActivityStore;
   now?: () => number;
 }): FeedRanker {
-  const { dialect, activity, activityStore } = deps;
+  const { dialect, activity } = deps;
+  const activityStore = createProductActivityStore(deps.dialect);
   const now = deps.now ?? Date.now;
 
   const ranked = (request: RankRequest) =>

@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { ContactService } from '../contacts/contact-service.js';
-import type { ContactStore } from '../contacts/contact-store.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError, PayloadTooLargeError, UnauthorizedError, ValidationError } from '../errors.js';
 import { canonicalEventName } from '../events/event-names.js';
 import type { EventService } from '../events/event-service.js';
-import type { EventStore } from '../events/event-store.js';
+import type { EventRecords } from '../events/event-records.js';
 import type { EventOwner, EventWrite } from '../events/event-write.js';
 import { compositeKey } from '../shared/keys.js';
 import type { FieldPath } from '../shared/storable.js';
@@ -19,7 +20,7 @@ import {
   type SegmentMessage,
   type MessageType,
 } from './segment-ingest.schema.js';
-import type { SegmentIngestStore, UserIdOwner } from './segment-ingest-store.js';
+import { createSegmentIngestStore, type UserIdOwner } from './segment-ingest-store.js';
 
 /** Segment's e-commerce spec names for emk's standard events; any other name goes through emk's own aliases. */
 const SEGMENT_EVENT_NAMES: Record<string, string> = {
@@ -107,15 +108,16 @@ function parseMessage(raw: unknown, at: FieldPath): SegmentMessage | null {
  */
 export function createSegmentIngestService(deps: {
   writer: WriteBatcher;
-  store: SegmentIngestStore;
-  contactStore: ContactStore;
-  eventStore: EventStore;
+  dialect: Dialect;
+  contactLookup: ContactLookup;
+  eventRecords: EventRecords;
   outbox: TriggerOutbox;
   workspaces: { findBySiteId(siteId: string): Promise<{ id: string }> };
   writeContacts: ContactService['writeContacts'];
   recordEvents: EventService['recordEvents'];
 }) {
-  const { writer, store, contactStore, eventStore, outbox, workspaces, writeContacts, recordEvents } = deps;
+  const { writer, contactLookup, eventRecords, outbox, workspaces, writeContacts, recordEvents } = deps;
+  const store = createSegmentIngestStore(deps.dialect);
 
   /** The workspace whose site id is the write key; 401 for none or a wrong one. */
   async function workspaceOf(writeKey: string | undefined): Promise<string> {
@@ -141,8 +143,8 @@ export function createSegmentIngestService(deps: {
 
   /** The contacts (with emails) owning anonymous ids. */
   async function ownersOfAnonymousIds(trx: Knex.Transaction, workspaceId: string, anonymousIds: string[]) {
-    const ids = await contactStore.ownersOfAnonymousIds(trx, anonymousIds.map((id): [string, string] => [workspaceId, id]));
-    const rows = await contactStore.findByIds(trx, workspaceId, [...new Set(ids.values())]);
+    const ids = await contactLookup.ownersOfAnonymousIds(trx, anonymousIds.map((id): [string, string] => [workspaceId, id]));
+    const rows = await contactLookup.findByIds(trx, workspaceId, [...new Set(ids.values())]);
     const emailOf = new Map(rows.map((row) => [row.id, row.email]));
     const owners = new Map<string, UserIdOwner>();
     for (const id of anonymousIds) {
@@ -222,7 +224,7 @@ export function createSegmentIngestService(deps: {
     const facts: TriggerFact[] = [];
     for (const [userId, contactId] of claims) {
       if (users.has(userId)) continue;
-      if ((await eventStore.attachAnonymous(trx, workspaceId, [waitingKey(userId)], contactId)) > 0) {
+      if ((await eventRecords.attachAnonymous(trx, workspaceId, [waitingKey(userId)], contactId)) > 0) {
         facts.push(contactChangedFact(workspaceId, contactId, 'events', now));
       }
     }

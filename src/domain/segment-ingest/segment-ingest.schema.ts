@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { timestampSchema } from '../orders/order.schema.js';
+import { timestampSchema } from '../shared/time.js';
 import { emailSchema, jsonObject, looseText, storableString, text } from '../shared/validate.js';
 
 /** Segment's HTTP Tracking API limits: one message, and one batch request. */

@@ -21,7 +21,7 @@ import {
   type SegmentConditions,
   type SegmentMember,
 } from './segment.schema.js';
-import type { SegmentRow, SegmentStore } from './segment-store.js';
+import { createSegmentStore, type SegmentRow } from './segment-store.js';
 
 export const SEGMENT_JOBS = { refresh: 'segments.refresh' } as const;
 
@@ -60,12 +60,12 @@ export function createSegmentService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
-  store: SegmentStore;
   outbox: TriggerOutbox;
   jobs: JobQueue;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, dialect, store, outbox, jobs } = deps;
+  const { knex, writeTransaction, dialect, outbox, jobs } = deps;
+  const store = createSegmentStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
   async function load(db: Db, workspaceId: string, id: string, lock = false): Promise<SegmentRow> {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Dialect, SqlFragment } from '../db/dialect/dialect.js';
-import { NET_REVENUE_SQL } from '../orders/order-store.js';
+import { NET_REVENUE_SQL } from '../orders/net-revenue.js';
 import { parseTimestamp } from '../shared/time.js';
 import type { Bounds, Condition, ContactField, EventLeaf, OrdersLeaf, PropertyLeaf } from './segment.schema.js';
 import { CONTACT_FIELDS } from './segment.schema.js';

@@ -1,11 +1,12 @@
 import type { Knex } from 'knex';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError } from '../errors.js';
 import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import { updateSettingsSchema, type Settings } from './settings.schema.js';
-import type { SettingsStore } from './settings-store.js';
+import { createSettingsStore } from './settings-store.js';
 
 /** How long a hot-path read (`cached`) may be stale in other processes; this process forgets at once. */
 const CACHE_TTL_MS = 5_000;
@@ -18,11 +19,12 @@ const CACHE_TTL_MS = 5_000;
 export function createSettingsService(deps: {
   knex: Knex;
   writer: WriteBatcher;
-  store: SettingsStore;
+  dialect: Dialect;
   onChange?: (workspaceId: string) => void;
   clock?: Clock;
 }) {
-  const { knex, writer, store, onChange } = deps;
+  const { knex, writer, onChange } = deps;
+  const store = createSettingsStore(deps.dialect);
   const cache = new TtlCache<string, Settings>(CACHE_TTL_MS, deps.clock);
 
   async function get(workspaceId: string, db: Knex | Knex.Transaction = knex): Promise<Settings> {

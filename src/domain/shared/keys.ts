@@ -11,3 +11,8 @@ export const pairOf = (key: string): [string, string] => {
   const [first, second] = splitKey(key);
   return [first!, second!];
 };
+
+/** The one rule for the dedupe key: contacts are one per email, case-insensitively. */
+export function emailKey(email: string): string {
+  return email.trim().toLowerCase();
+}

@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * Where caches and rate-limit windows read the time: the system clock in production, a clock a test moves
  * by hand (so a test never sleeps for a cache to expire or a window to turn).
@@ -21,3 +23,13 @@ export function parseTimestamp(text: string): number | null {
   const ms = Date.parse(hasZone ? text.replace(' ', 'T') : `${text.replace(' ', 'T')}Z`);
   return Number.isFinite(ms) ? ms : null;
 }
+
+/** RFC 3339 or `YYYY-MM-DD HH:MM:SS` (read as UTC), to epoch milliseconds. */
+export const timestampSchema = z.string().transform((value, ctx) => {
+  const ms = parseTimestamp(value.trim());
+  if (ms === null) {
+    ctx.addIssue({ code: 'custom', message: 'must be an RFC 3339 time or YYYY-MM-DD HH:MM:SS' });
+    return z.NEVER;
+  }
+  return ms;
+});

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { EnsureContacts } from '../contacts/contact-service.js';
-import { contactKey, type ContactStore } from '../contacts/contact-store.js';
+import { contactKey, type ContactLookup } from '../contacts/contact-lookup.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
-import type { EventStore } from '../events/event-store.js';
+import type { EventRecords } from '../events/event-records.js';
 import { uuidv7 } from '../shared/ids.js';
 import { parseInput } from '../shared/validate.js';
 import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
@@ -15,7 +15,7 @@ import {
   type OrderUpdateReply,
   type ShipmentReply,
 } from './shipment.schema.js';
-import type { ShipmentStore } from './shipment-store.js';
+import { createShipmentStore } from './shipment-store.js';
 
 /** Source of contacts the shipment endpoint creates for an unseen `customer.email`. */
 const SHIPMENT_CONTACT_SOURCE = 'shipment';
@@ -39,13 +39,13 @@ function orderReference(value: unknown): string | null {
 
 export function createShipmentService(deps: {
   writer: WriteBatcher;
-  store: ShipmentStore;
-  contactStore: ContactStore;
+  contactLookup: ContactLookup;
   ensureContacts: EnsureContacts;
-  eventStore: EventStore;
+  eventRecords: EventRecords;
   outbox: TriggerOutbox;
 }) {
-  const { writer, store, contactStore, ensureContacts, eventStore, outbox } = deps;
+  const { writer, contactLookup, ensureContacts, eventRecords, outbox } = deps;
+  const store = createShipmentStore();
 
   /**
    * Set-based: `shipping_information` events carrying `properties.order_number` and a known
@@ -111,7 +111,7 @@ export function createShipmentService(deps: {
         const eventId = uuidv7(now);
         // One after another: a transaction is one connection, which runs one statement at a time.
         if (order) await store.setShippingStatus(trx, new Map([[order.id, input.shipment_status.slug]]), now);
-        await eventStore.insert(trx, [
+        await eventRecords.insert(trx, [
           {
             id: eventId,
             workspace_id: workspaceId,
@@ -159,7 +159,7 @@ export function createShipmentService(deps: {
       return writer.run(async (trx) => {
         const now = Date.now();
         const matches = await store.matchOrders(trx, workspaceId, [ref]);
-        const byEmail = email ? await contactStore.findByEmails(trx, [[workspaceId, email]]) : null;
+        const byEmail = email ? await contactLookup.findByEmails(trx, [[workspaceId, email]]) : null;
         const order = matches.get(ref) ?? null;
         const contactId = (email ? byEmail?.get(contactKey(workspaceId, email))?.id : undefined) ?? order?.contact_id ?? null;
         const shippingStatus = order ? (label ?? order.shipping_status) : null;

@@ -1,20 +1,22 @@
 import type { Knex } from 'knex';
-import type { Database } from '../db/database.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import type { Database, Db } from '../db/database.js';
 import { NotFoundError } from '../errors.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
 import { MANUAL, suppressionEmailParams, suppressSchema, type Suppression } from './suppression.schema.js';
-import type { SuppressionStore } from './suppression-store.js';
+import { createSuppressionStore } from './suppression-store.js';
 
 /** Addresses that receive no email of any kind, marketing or transactional (docs/email.md, Consent). */
 export function createSuppressionService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: SuppressionStore;
+  dialect: Dialect;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store } = deps;
+  const { knex, writeTransaction } = deps;
+  const store = createSuppressionStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
   return {
     async suppress(workspaceId: string, body: unknown): Promise<{ suppressed: number }> {
@@ -23,9 +25,8 @@ export function createSuppressionService(deps: {
       return { suppressed };
     },
 
-    /** A relay's permanent rejection, inside the transaction that marks the message failed. */
-    add: (trx: Knex.Transaction, workspaceId: string, emails: string[], reason: string) =>
-      store.add(trx, workspaceId, emails, reason, clock()),
+    /** Adds addresses inside the caller's transaction (a relay's permanent rejection, an import's chunk). */
+    add: (db: Db, workspaceId: string, emails: string[], reason: string, now = clock()) => store.add(db, workspaceId, emails, reason, now),
 
     async lift(workspaceId: string, email: unknown): Promise<void> {
       const { email: address } = parseInput(suppressionEmailParams, { email });

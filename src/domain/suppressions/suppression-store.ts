@@ -1,10 +1,10 @@
 import type { Db } from '../db/database.js';
+import { emailKey } from '../shared/keys.js';
 import { chunk, chunkSizeFor } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
-import { emailKey } from '../contacts/contact.schema.js';
 import type { Suppression } from './suppression.schema.js';
 
 export function createSuppressionStore(dialect: Dialect) {

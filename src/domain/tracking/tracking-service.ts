@@ -3,7 +3,7 @@ import type { AttributionService } from '../attribution/attribution-service.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import type { EventService } from '../events/event-service.js';
 import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
-import type { MessageStore, TrackedMessage } from '../messages/message-store.js';
+import type { MessageLookup, TrackedMessage } from '../messages/message-lookup.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { rewriteLinks, withIdentityToken, withOpenPixel } from './link-rewriter.js';
 import {
@@ -36,13 +36,13 @@ export function createTrackingService(deps: {
   knex: Knex;
   writer: WriteBatcher;
   baseUrl: string;
-  messageStore: MessageStore;
+  messages: MessageLookup;
   identityTokens: IdentityTokenService;
   attribution: AttributionService;
   events: EventService;
   clock?: Clock;
 }) {
-  const { knex, writer, baseUrl, messageStore, identityTokens, attribution, events } = deps;
+  const { knex, writer, baseUrl, messages, identityTokens, attribution, events } = deps;
   const clock = deps.clock ?? systemClock;
 
   const recordEngagements: BatchHandler<EngagementWrite, void> = async (trx, writes) => {
@@ -61,7 +61,7 @@ export function createTrackingService(deps: {
     for (const kind of ['open', 'click'] as const) {
       const firsts = new Map<string, number>();
       for (const w of writes) if (w.kind === kind) firsts.set(w.message.id, Math.min(w.at, firsts.get(w.message.id) ?? Infinity));
-      if (firsts.size > 0) await messageStore.markEngaged(trx, kind, [...firsts].map(([id, at]) => ({ id, at })));
+      if (firsts.size > 0) await messages.markEngaged(trx, kind, [...firsts].map(([id, at]) => ({ id, at })));
     }
     await events.recordEvents(
       trx,
@@ -93,7 +93,7 @@ export function createTrackingService(deps: {
 
   /** Records the engagement when its message still exists (an erased contact's messages are gone). */
   async function engage(messageId: string, kind: 'open' | 'click', url: string | null): Promise<TrackedMessage | null> {
-    const message = await messageStore.findForTracking(knex, messageId);
+    const message = await messages.findForTracking(knex, messageId);
     if (message) await writer.submit(recordEngagements, { message, kind, url, at: clock() });
     return message;
   }

@@ -12,6 +12,9 @@ export type FactConsumer = (trx: Knex.Transaction, facts: OutboxFact[]) => Promi
 /** Facts taken per transaction: one commit for many triggers, short enough not to hold locks long. */
 export const DISPATCH_BATCH = 200;
 
+/** Told of a fact that could not be consumed and was set aside with its error. */
+export type FactSetAside = (fact: OutboxFact, error: unknown) => void;
+
 /**
  * The outbox consumer (docs/flows.md, The engine): takes pending facts oldest first and hands them to every
  * consumer, exactly once per fact. It holds no rules. A batch that fails is retried fact by fact, so one fact
@@ -22,7 +25,7 @@ export function createTriggerDispatcher(deps: {
   outbox: TriggerOutbox;
   consumers: FactConsumer[];
   clock?: Clock;
-  onFailure?: (fact: OutboxFact, error: unknown) => void;
+  onFailure?: FactSetAside | undefined;
 }) {
   const { db, outbox, consumers } = deps;
   const clock = deps.clock ?? systemClock;

@@ -4,6 +4,7 @@ import { chunk, chunkSizeFor } from '../db/bulk.js';
 import { bulkInsert } from '../db/bulk-insert.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { EmkError } from '../errors.js';
+import { CART_EVENT_NAMES } from '../events/event-names.js';
 
 /**
  * Facts the automation engine consumes (docs/flows.md). The flow triggers of the spec's "Flow triggers and
@@ -31,9 +32,6 @@ export interface TriggerFact {
   payload?: Record<string, unknown>;
   at: number;
 }
-
-/** The events that are cart activity for abandoned-cart flows, besides the webhook's cart facts. */
-export const CART_EVENT_NAMES = ['added_to_cart', 'started_checkout'];
 
 /**
  * Facts that are never read by contact (docs/flows.md): every event but cart activity, and contact changes.

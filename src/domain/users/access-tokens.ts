@@ -5,7 +5,7 @@ import type { Database } from '../db/database.js';
 import { UnauthorizedError } from '../errors.js';
 import { uuidv7 } from '../shared/ids.js';
 import { systemClock, type Clock } from '../shared/time.js';
-import type { UserStore } from './user-store.js';
+import { createUserStore } from './user-store.js';
 
 const ISSUER = 'emk';
 const AUDIENCE = 'emk:management';
@@ -19,11 +19,11 @@ const SECRET_NAME = 'access_tokens';
 export function createAccessTokens(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: UserStore;
   ttlSeconds: number;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, ttlSeconds } = deps;
+  const { knex, writeTransaction, ttlSeconds } = deps;
+  const store = createUserStore();
   const now = deps.clock ?? systemClock;
   let signingKey: Promise<Uint8Array> | null = null;
 

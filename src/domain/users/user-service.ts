@@ -1,18 +1,20 @@
 import type { Knex } from 'knex';
-import { emailKey } from '../contacts/contact.schema.js';
+import { emailKey } from '../shared/keys.js';
 import type { Database } from '../db/database.js';
 import { ConflictError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
-import type { AccessTokens } from './access-tokens.js';
+import { createAccessTokens } from './access-tokens.js';
 import { hashPassword, verifyPassword } from './passwords.js';
 import { loginSchema, refreshSchema, registerSchema, type Registration, type Session } from './user.schema.js';
-import type { UserRow, UserStore } from './user-store.js';
+import { createUserStore, type UserRow } from './user-store.js';
 
 const REFRESH_TOKEN_PREFIX = 'emkr_';
 const REFRESH_TOKEN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+/** Access tokens live 15 minutes (docs/api/auth.md). */
+const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 
 /**
  * Accounts (docs/api/auth.md): register (a user and the workspace it owns), login, refresh. Refresh tokens are
@@ -22,12 +24,12 @@ const REFRESH_TOKEN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 export function createUserService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: UserStore;
   workspaces: WorkspaceService;
-  accessTokens: AccessTokens;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, workspaces, accessTokens } = deps;
+  const { knex, writeTransaction, workspaces } = deps;
+  const accessTokens = createAccessTokens({ knex, writeTransaction, ttlSeconds: ACCESS_TOKEN_TTL_SECONDS, clock: deps.clock });
+  const store = createUserStore();
   const now = deps.clock ?? systemClock;
   // An unknown email is checked against this hash, so it costs the time a wrong password does.
   let dummyHash: Promise<string> | null = null;

@@ -1,14 +1,16 @@
 import type { Knex } from 'knex';
 import type { CartService } from '../carts/cart-service.js';
+import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
+import type { ProductService } from '../products/product-service.js';
 import type { ContactService } from '../contacts/contact-service.js';
-import { contactKey } from '../contacts/contact-store.js';
+import { contactKey } from '../contacts/contact-lookup.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import { canonicalEventName } from '../events/event-names.js';
 import type { EventService } from '../events/event-service.js';
 import type { EventWrite } from '../events/event-write.js';
 import type { OrderChange, OrderUpsert } from '../orders/order-upsert.js';
 import { compositeKey } from '../shared/keys.js';
-import type { DeliveryKey, WebhookDeliveryStore } from './webhook-delivery-store.js';
+import { createWebhookDeliveryStore, type DeliveryKey } from './webhook-delivery-store.js';
 import { ORDER_EVENTS, isReply, parseDelivery, type ParsedDelivery, type WebhookReply } from './webhook-event.js';
 
 /** The integration a delivery arrived on (already authenticated). */
@@ -28,18 +30,12 @@ interface Delivery {
 /** What the webhook needs from other nouns, so it stays a thin coordinator. */
 export interface WebhookDeps {
   writer: WriteBatcher;
-  deliveryStore: WebhookDeliveryStore;
   contacts: ContactService;
   events: EventService;
   orderUpsert: OrderUpsert;
   carts: CartService;
-  applyProductEvent(
-    trx: Knex.Transaction,
-    integration: { workspaceId: string; platform: string; domain: string },
-    eventType: 'product_created' | 'product_updated' | 'product_deleted',
-    product: unknown,
-  ): Promise<unknown>;
-  resolveIdentityToken(trx: Knex.Transaction, workspaceId: string, token: string): Promise<{ contactId: string } | null>;
+  products: Pick<ProductService, 'applyWebhookEvent'>;
+  identityTokens: Pick<IdentityTokenService, 'resolve'>;
 }
 
 const deliveryKey = (d: Delivery) => compositeKey(d.integration.workspaceId, d.parsed.event.eventType, d.parsed.dedupeKey!);
@@ -51,7 +47,8 @@ const storedKey = (key: DeliveryKey) => compositeKey(key.workspace_id, key.event
  * (workspace, event_type, external_id), so two concurrent deliveries of one event apply it once.
  */
 export function createWebhookService(deps: WebhookDeps) {
-  const { writer, deliveryStore, contacts, events, orderUpsert, carts } = deps;
+  const { writer, contacts, events, orderUpsert, carts } = deps;
+  const deliveryStore = createWebhookDeliveryStore();
 
   /** Records the retry keys; returns the deliveries seen before (or earlier in this same group). */
   async function duplicates(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Set<Delivery>> {
@@ -102,7 +99,7 @@ export function createWebhookService(deps: WebhookDeps) {
         const owner = ensured.get(contactKey(d.integration.workspaceId, d.parsed.email));
         if (owner) result.set(d, { contactId: owner.row.id, created: owner.created });
       } else if (d.parsed.identityToken) {
-        const named = await deps.resolveIdentityToken(trx, d.integration.workspaceId, d.parsed.identityToken);
+        const named = await deps.identityTokens.resolve(d.integration.workspaceId, d.parsed.identityToken, trx);
         if (named) result.set(d, { contactId: named.contactId, created: false });
       }
     }
@@ -143,7 +140,7 @@ export function createWebhookService(deps: WebhookDeps) {
       const contactId = owner?.contactId;
       const source = `${d.integration.platform}:${d.integration.domain}`;
       if (event.category === 'product') {
-        await deps.applyProductEvent(trx, d.integration, event.eventType, event.product);
+        await deps.products.applyWebhookEvent(trx, d.integration, event.eventType, event.product);
       } else if (event.category === 'order' && event.order && owner) {
         const o = event.order;
         orderChanges.push({

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Dialect } from '../db/dialect/dialect.js';
 import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
 import type { ApiKeyService, CreatedApiKey } from '../api-keys/api-key-service.js';
@@ -9,7 +10,7 @@ import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import { createWorkspaceSchema, type Workspace } from './workspace.schema.js';
-import type { WorkspaceStore } from './workspace-store.js';
+import { createWorkspaceStore } from './workspace-store.js';
 
 export interface BootstrappedWorkspace {
   workspace: Workspace;
@@ -20,12 +21,13 @@ export interface BootstrappedWorkspace {
 export function createWorkspaceService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
-  store: WorkspaceStore;
+  dialect: Dialect;
   apiKeys: ApiKeyService;
   integrations: IntegrationService;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, store, apiKeys, integrations } = deps;
+  const { knex, writeTransaction, apiKeys, integrations } = deps;
+  const store = createWorkspaceStore(deps.dialect);
   // A site id never moves to another workspace, so the Collect API's lookup is cached.
   const bySiteId = new TtlCache<string, Workspace>(30_000, deps.clock);
 

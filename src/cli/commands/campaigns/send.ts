@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import type { SendReport } from '../../../domain/campaigns/campaign.schema.js';
+import type { SendReport } from '../../../domain/shared/send-report.js';
 import { startWorker, workerOptionsFor } from '../../../worker/worker.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 

@@ -9,8 +9,8 @@ import {
   campaignSendReplySchema,
   campaignSendSchema,
   campaignUpdateSchema,
-  sendReportSchema,
 } from '../../../domain/campaigns/campaign.schema.js';
+import { sendReportSchema } from '../../../domain/shared/send-report.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
 import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';

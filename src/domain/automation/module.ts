@@ -1,0 +1,58 @@
+import { createCampaignService } from '../campaigns/campaign-service.js';
+import type { CartService } from '../carts/cart-service.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
+import type { EventRecords } from '../events/event-records.js';
+import { createFlowEngine } from '../flows/flow-engine.js';
+import { createFlowService } from '../flows/flow-service.js';
+import { createTriggerContexts } from '../flows/trigger-context.js';
+import type { MessageService } from '../messages/message-service.js';
+import type { OrderLookup } from '../orders/order-lookup.js';
+import type { Runtime } from '../runtime/module.js';
+import { createSegmentService } from '../segments/segment-service.js';
+import type { Clock } from '../shared/time.js';
+import type { Templates } from '../templates/template-engine.js';
+import { createOutboxPruner } from '../triggers/outbox-pruner.js';
+import { createTriggerDispatcher, type FactSetAside } from '../triggers/trigger-dispatcher.js';
+
+/**
+ * Automation: segments, campaigns and flows, and what the worker runs for them: their job handlers, and the
+ * outbox consumer that hands each trigger fact to the nouns that act on it (segments re-evaluate, flows enrol).
+ */
+export function createAutomationModule(
+  runtime: Runtime,
+  deps: {
+    clock: Clock | undefined;
+    /** Where a trigger fact that cannot be consumed is reported (the host's log). */
+    onFactSetAside: FactSetAside | undefined;
+    contactLookup: ContactLookup;
+    eventRecords: EventRecords;
+    orderLookup: OrderLookup;
+    carts: CartService;
+    messages: MessageService;
+    templates: Templates;
+  },
+) {
+  const { contactLookup, messages, templates } = deps;
+  const segments = createSegmentService({ ...runtime, clock: deps.clock });
+  const campaigns = createCampaignService({ ...runtime, messages, templates, contactLookup, segmentExists: segments.exists });
+  const contexts = createTriggerContexts({ eventRecords: deps.eventRecords, orders: deps.orderLookup, carts: deps.carts });
+  const flowEngine = createFlowEngine({ ...runtime, contexts, contactLookup, messages, segments });
+  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, segments, messages });
+  const dispatcher = createTriggerDispatcher({
+    ...runtime,
+    consumers: [segments.consumeFacts, flowEngine.consumeFacts],
+    onFailure: deps.onFactSetAside,
+  });
+  const outboxPruner = createOutboxPruner({ ...runtime, oldestFactInUse: flowEngine.oldestFactInUse, clock: deps.clock });
+  return {
+    segments,
+    campaigns,
+    flows,
+    dispatcher,
+    outboxPruner,
+    /** What the worker runs, by job kind: each noun's handlers. */
+    jobHandlers: { ...campaigns.handlers, ...segments.handlers, ...flowEngine.handlers },
+    /** What the worker drains before each claim: the trigger outbox, then its consumed facts once unneeded. */
+    workerPumps: [() => dispatcher.drainOnce(), () => outboxPruner.pruneOnce()],
+  };
+}

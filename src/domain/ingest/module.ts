@@ -1,0 +1,36 @@
+import { createContactLookup } from '../contacts/contact-lookup.js';
+import { createContactService } from '../contacts/contact-service.js';
+import { createKnownContacts } from '../contacts/known-contacts.js';
+import { createEventRecords } from '../events/event-records.js';
+import { createEventService } from '../events/event-service.js';
+import { createIdentityTokenService } from '../identity-tokens/identity-token-service.js';
+import type { ProductActivity } from '../recommendations/product-activity.js';
+import type { Runtime } from '../runtime/module.js';
+import type { SettingsService } from '../settings/settings-service.js';
+import { createShipmentService } from '../shipments/shipment-service.js';
+import { createSuppressionService } from '../suppressions/suppression-service.js';
+
+/**
+ * People and what they do: contacts (with the suppressions an import adds and the identity tokens that name
+ * them), events, and the shipping events that move orders' shipping status.
+ */
+export function createIngestModule(runtime: Runtime, deps: { settings: SettingsService; productActivity: ProductActivity }) {
+  const { dialect } = runtime;
+  const contactLookup = createContactLookup(dialect);
+  const eventRecords = createEventRecords(dialect);
+  const suppressions = createSuppressionService(runtime);
+  const identityTokens = createIdentityTokenService({ ...runtime, contactLookup });
+  const contacts = createContactService({ ...runtime, eventRecords, suppressions, settings: deps.settings });
+  const { ensureContacts } = contacts;
+  const shipments = createShipmentService({ ...runtime, contactLookup, ensureContacts, eventRecords });
+  const events = createEventService({
+    ...runtime,
+    contactLookup,
+    ensureContacts,
+    applyShippingEvents: shipments.applyShippingEvents,
+    activity: deps.productActivity,
+    identityTokens,
+    knownContacts: createKnownContacts(dialect),
+  });
+  return { contactLookup, eventRecords, suppressions, identityTokens, contacts, shipments, events };
+}

@@ -1,0 +1,23 @@
+import type { Db } from '../db/database.js';
+import type { SendReport } from '../shared/send-report.js';
+
+type Of = { campaign_id: string } | { flow_id: string };
+
+/**
+ * Delivery, engagement and attributed revenue (net) of one campaign's or flow's messages: what the campaign
+ * and flow reports share. `skipped` is kept by each noun (recipients skipped by rule have no message row).
+ */
+export function createSendReports(deps: {
+  counts(db: Db, workspaceId: string, of: Of): Promise<Pick<SendReport, 'sent' | 'failed' | 'unique_opens' | 'unique_clicks'>>;
+  engagementCounts(db: Db, workspaceId: string, of: Of): Promise<Pick<SendReport, 'opens' | 'clicks'>>;
+  attributedTotals(db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }): Promise<Pick<SendReport, 'orders' | 'revenue'>>;
+}) {
+  return async (db: Db, workspaceId: string, of: Of): Promise<Omit<SendReport, 'skipped'>> => {
+    const counts = await deps.counts(db, workspaceId, of);
+    const engagement = await deps.engagementCounts(db, workspaceId, of);
+    const revenue = await deps.attributedTotals(db, workspaceId, 'campaign_id' in of ? { campaignId: of.campaign_id } : { flowId: of.flow_id });
+    return { ...counts, ...engagement, ...revenue };
+  };
+}
+
+export type SendReports = ReturnType<typeof createSendReports>;

@@ -1,0 +1,39 @@
+import type { CampaignService } from '../campaigns/campaign-service.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
+import { createDataRightsService } from '../data-rights/data-rights-service.js';
+import type { EventService } from '../events/event-service.js';
+import type { FlowService } from '../flows/flow-service.js';
+import type { MessageService } from '../messages/message-service.js';
+import type { OrderLookup } from '../orders/order-lookup.js';
+import type { OrderService } from '../orders/order-service.js';
+import { createRateLimiterFor } from '../rate-limits/rate-limiter.js';
+import type { ProductActivity } from '../recommendations/product-activity.js';
+import { createReportService } from '../reports/report-service.js';
+import type { Runtime } from '../runtime/module.js';
+import type { Clock } from '../shared/time.js';
+
+/** Operations: the revenue report, a person's data rights (erasure, export) and the request rate limits. */
+export function createOperationsModule(
+  runtime: Runtime,
+  deps: {
+    clock: Clock | undefined;
+    contactLookup: ContactLookup;
+    orderLookup: OrderLookup;
+    campaigns: CampaignService;
+    flows: FlowService;
+    events: EventService;
+    orders: OrderService;
+    messages: MessageService;
+    productActivity: ProductActivity;
+  },
+) {
+  const reports = createReportService({ ...runtime, orders: deps.orderLookup, campaigns: deps.campaigns, flows: deps.flows });
+  const dataRights = createDataRightsService({
+    ...runtime,
+    contactLookup: deps.contactLookup,
+    lists: { events: deps.events, orders: deps.orders, messages: deps.messages },
+    activity: deps.productActivity,
+  });
+  const rateLimiter = createRateLimiterFor(runtime.db, deps.clock);
+  return { reports, dataRights, rateLimiter };
+}

@@ -1,0 +1,87 @@
+import type { AttributionService } from '../attribution/attribution-service.js';
+import { createConsentService } from '../consent/consent-service.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
+import type { ContactService } from '../contacts/contact-service.js';
+import type { EmkConfig } from '../config.js';
+import { createTransport } from '../delivery/transport.js';
+import type { EventService } from '../events/event-service.js';
+import type { FeedService } from '../feeds/feed-service.js';
+import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
+import { createMessageLookup } from '../messages/message-lookup.js';
+import { createMessageService } from '../messages/message-service.js';
+import type { OrderLookup } from '../orders/order-lookup.js';
+import type { Runtime } from '../runtime/module.js';
+import type { SettingsService } from '../settings/settings-service.js';
+import type { Clock } from '../shared/time.js';
+import type { SuppressionService } from '../suppressions/suppression-service.js';
+import { createBlockProductSource } from '../templates/product-block-source.js';
+import { createTemplates } from '../templates/template-engine.js';
+import { createTrackingService } from '../tracking/tracking-service.js';
+import type { WorkspaceService } from '../workspaces/workspace-service.js';
+
+/** How mail leaves and where its links point (docs/email.md, Delivery). */
+export interface EmailOptions {
+  /** The public root of tracking, unsubscribe and preferences links. */
+  baseUrl: string;
+  /** Unset: every message is captured in the database. */
+  smtpUrl?: string | undefined;
+  smtpRatePerSecond?: number;
+  smtpMaxConnections?: number;
+}
+
+export const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
+
+export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
+  baseUrl: config.baseUrl,
+  smtpUrl: config.smtpUrl,
+  smtpRatePerSecond: config.smtpRatePerSecond,
+  smtpMaxConnections: config.smtpMaxConnections,
+});
+
+/**
+ * Sending: templates, the render → deliver pipeline of messages, the relay, tracking of opens and clicks, and
+ * the consent pages every marketing message links to.
+ */
+export function createSendingModule(
+  runtime: Runtime,
+  deps: {
+    email: EmailOptions;
+    clock: Clock | undefined;
+    workspaces: WorkspaceService;
+    settings: SettingsService;
+    contactLookup: ContactLookup;
+    contacts: ContactService;
+    suppressions: SuppressionService;
+    identityTokens: IdentityTokenService;
+    events: EventService;
+    attribution: AttributionService;
+    orderLookup: OrderLookup;
+    feeds: FeedService;
+  },
+) {
+  const { email, workspaces, settings, identityTokens, attribution } = deps;
+  const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds: deps.feeds }) });
+  const transport = createTransport({ smtpUrl: email.smtpUrl, ratePerSecond: email.smtpRatePerSecond, maxConnections: email.smtpMaxConnections });
+  const tracking = createTrackingService({
+    ...runtime,
+    baseUrl: email.baseUrl,
+    messages: createMessageLookup(runtime.dialect),
+    identityTokens,
+    attribution,
+    events: deps.events,
+    clock: deps.clock,
+  });
+  const messages = createMessageService({
+    ...runtime,
+    templates,
+    transport,
+    tracking,
+    suppressions: deps.suppressions,
+    settings,
+    workspaces,
+    reporting: { engagementCounts: attribution.engagementCounts, attributedTotals: deps.orderLookup.attributedTotals },
+    baseUrl: email.baseUrl,
+  });
+  const consent = createConsentService({ ...runtime, tracking, contactLookup: deps.contactLookup, contacts: deps.contacts, workspaces });
+  return { templates, transport, tracking, messages, consent };
+}
