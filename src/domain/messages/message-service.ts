@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
-import type { Transport } from '../delivery/transport.js';
-import { TemporaryDeliveryError, textFromHtml, type OutgoingMail } from '../delivery/mail.js';
+import { TemporaryDeliveryError, textFromHtml, type OutgoingMail, type Transport } from '../delivery/mail.js';
 import type { ContactRow } from '../contacts/contact-store.js';
 import { uuidv7 } from '../shared/ids.js';
 import { NotFoundError } from '../errors.js';
