@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { chunk, chunkSizeFor, encodedAsText, insertRows, literalInsert } from './bulk.js';
-import type { Db } from './database.js';
+import type { Db } from './types.js';
 import { deferWrite } from './deferred-writes.js';
 import type { Dialect } from './dialect/dialect.js';
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { WriteStats } from '../types.js';
 
 /**
  * What a driver error means for the caller, in the database's own codes (see driver-errors.ts for what each
@@ -33,6 +34,8 @@ export interface ConnectionOptions {
    * 10 s unless told (its busy timeout); PostgreSQL waits without limit unless told (its lock_timeout).
    */
   lockTimeoutMs?: number;
+  /** Where the connections count their driver calls and statements: their Database's (a count of their own if absent). */
+  writeStats?: WriteStats;
 }
 
 /**
