@@ -286,7 +286,6 @@ export function createServices(db: Database, options: { clock?: Clock; email?: E
   const segments = createSegmentService({
     knex,
     writeTransaction: db.writeTransaction,
-    dialect,
     store: createSegmentStore(dialect),
     outbox,
     jobs,

@@ -75,7 +75,7 @@ export async function bulkInsertIgnoringConflicts<T extends object>(
       const { sql, bindings } = insertFromJson(recordset, table, part);
       const conflict = `ON CONFLICT (${uniqueKey.map(() => '??').join(', ')}) DO NOTHING RETURNING id`;
       const result = await db.raw(`${sql} ${conflict}`, [...bindings, ...uniqueKey]);
-      for (const row of result.rows as Array<{ id: string }>) inserted.add(row.id);
+      for (const row of dialect.rowsOf<{ id: string }>(result)) inserted.add(row.id);
     }
     return inserted;
   }

@@ -77,6 +77,8 @@ export interface Dialect {
   readNumber(value: unknown): number;
   /** readNumber for a nullable column: null (or absent) stays null. */
   readNullableNumber(value: unknown): number | null;
+  /** The rows a `raw` statement returned: pg gives a result holding them, node-sqlite3 the rows themselves. */
+  rowsOf<T = Record<string, unknown>>(result: unknown): T[];
   /** What a driver error means, or null for anything else (a bug: it stays a 500). */
   driverFault(error: unknown): DriverFault | null;
   /**
@@ -85,8 +87,12 @@ export interface Dialect {
    * inside it (contacts/known-contacts.ts). The error names STALE_READ.
    */
   failUnlessCount(count: SqlFragment, expected: number): SqlFragment;
-  /** The database locks rows (PostgreSQL); SQLite's one writer holds the whole database, so a lock read is wasted. */
-  readonly rowLocks: boolean;
+  /**
+   * Runs `statement`, there only to take row locks until the transaction ends (a `forUpdate` read, an upsert that
+   * creates the rows it locks), where the database locks rows (PostgreSQL); SQLite's one writer holds the whole
+   * database already, so there it is not sent.
+   */
+  lockRows(statement: Knex.QueryBuilder | Knex.Raw): Promise<void>;
   /** Locks the selected rows until the transaction ends where the database has row locks. */
   forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
   /**

@@ -145,6 +145,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     readNumber,
     readNullableNumber,
     driverFault,
+    rowsOf: <T>(result: unknown) => (result as pg.QueryResult).rows as T[],
     jsonText: (column, field) => `(${column} ->> '${field}')`,
     // `?::text`: `->` is also defined for integer indexes, so an untyped parameter would be ambiguous.
     jsonFieldString: (column, key) => ({
@@ -162,6 +163,9 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       sql: `COALESCE(jsonb_typeof(${column} -> ?::text), '') = 'array' AND (${column} -> ?::text) @> jsonb_build_array(?::text)`,
       bindings: [key, key, value],
     }),
+    lockRows: async (statement) => {
+      await statement;
+    },
     forUpdate: (query) => query.forUpdate() as typeof query,
     forUpdateSkipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
     newIdSql: 'gen_random_uuid()::text',
@@ -184,7 +188,6 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     },
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
-    rowLocks: true,
     literal: postgresLiteral,
     jsonRecordset: 'json_populate_recordset(NULL::??, ?::json)',
   };

@@ -294,6 +294,7 @@ export function sqliteDialect(filename: string): Dialect {
     readNumber,
     readNullableNumber,
     driverFault,
+    rowsOf: <T>(result: unknown) => result as T[],
     jsonText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
     jsonFieldString: (column, key) => ({
       sql: `CASE WHEN json_type(${column}, ?) = 'text' THEN json_extract(${column}, ?) END`,
@@ -316,6 +317,7 @@ export function sqliteDialect(filename: string): Dialect {
       bindings: [jsonPath(key), jsonPath(key), value],
     }),
     // A single connection is the single writer: nothing else can change the row mid-transaction.
+    lockRows: async () => {},
     forUpdate: (query) => query,
     forUpdateSkipLocked: (query) => query,
     newIdSql:
@@ -336,7 +338,6 @@ export function sqliteDialect(filename: string): Dialect {
     analysedRows: async () => 0,
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
-    rowLocks: false,
     literal: sqliteLiteral,
     jsonRecordset: null,
   };
