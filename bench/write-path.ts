@@ -55,14 +55,14 @@ export async function runWritePath(
     };
     const warmup: number[] = [];
     await drive(options.warmupSeconds, warmup);
-    const before = writeCounters();
+    const before = writeCounters(services.writer, services.db);
     const cpuBefore = cpuSnapshot(process.pid);
     const latencies: number[] = [];
     const started = performance.now();
     await drive(options.seconds, latencies);
     const elapsed = (performance.now() - started) / 1000;
     const cpu = cpuBetween(cpuBefore, cpuSnapshot(process.pid));
-    const after = writeCounters();
+    const after = writeCounters(services.writer, services.db);
     const facts = await pendingFacts();
     const drainBefore = cpuSnapshot(process.pid);
     const drainStarted = performance.now();

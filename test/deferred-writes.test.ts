@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertRows } from '../src/domain/db/bulk.js';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
-import { deferWrite, writeStats } from '../src/domain/db/deferred-writes.js';
+import { deferWrite } from '../src/domain/db/deferred-writes.js';
 import { WriteBatcher, type BatchHandler } from '../src/domain/db/write-batcher.js';
 import { ConflictError, ValidationError } from '../src/domain/errors.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
@@ -70,19 +70,19 @@ for (const dialect of DIALECTS) {
     });
 
     it('a held write travels with the COMMIT: one driver call for the writes and the commit', async () => {
-      const before = { ...writeStats };
+      const before = { ...db.writeStats };
       await db.writeTransaction(async (trx) => {
         await holdRows(trx, db.dialect, 'held_probe', [{ id: 'c-1', label: 'one', amount: 1, at: 1, flag: true }]);
         await deferWrite(db.dialect, trx, trx('held_probe').insert({ id: 'c-2', label: 'two', amount: 2, at: 2, flag: false }));
       });
       // Both databases hold the BEGIN too: one script of BEGIN, both inserts and the COMMIT.
-      expect(writeStats.driverCalls - before.driverCalls).toBe(1);
-      expect(writeStats.statements - before.statements).toBe(4);
+      expect(db.writeStats.driverCalls - before.driverCalls).toBe(1);
+      expect(db.writeStats.statements - before.statements).toBe(4);
       expect((await db.knex('held_probe').whereIn('id', ['c-1', 'c-2'])).length).toBe(2);
     });
 
     it('a read after a held write sees it: the connection keeps its order', async () => {
-      const before = writeStats.driverCalls;
+      const before = db.writeStats.driverCalls;
       const seen = await db.writeTransaction(async (trx) => {
         await holdRows(trx, db.dialect, 'held_probe', [{ id: 'o-1', label: "it's ordered", amount: 7, at: 7, flag: null }]);
         return trx('held_probe').where({ id: 'o-1', label: "it's ordered" }).where('amount', '>', -1).first('label', 'at');
@@ -91,7 +91,7 @@ for (const dialect of DIALECTS) {
       // PostgreSQL sends the held BEGIN and insert with the read (written with literals) in one round trip, then
       // the COMMIT; SQLite's script call returns no rows, so there the script (BEGIN and insert), the read and the
       // COMMIT are three calls.
-      expect(writeStats.driverCalls - before).toBe(dialect === 'postgres' ? 2 : 3);
+      expect(db.writeStats.driverCalls - before).toBe(dialect === 'postgres' ? 2 : 3);
     });
 
     it('a rollback drops what was held, and the next transaction on the connection does not inherit it', async () => {

@@ -2,6 +2,7 @@ import knexFactory, { type Knex } from 'knex';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deferWrite } from '../src/domain/db/deferred-writes.js';
 import { dialectFor } from '../src/domain/db/database.js';
+import type { Dialect } from '../src/domain/db/dialect/dialect.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
 /**
@@ -12,12 +13,14 @@ import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-
 describe.runIf(DIALECTS.includes('postgres'))('statements planned once [postgres]', () => {
   let database: TestDatabase;
   let knex: Knex;
-  const dialect = () => dialectFor(database.url);
+  // One dialect throughout: the statements it plans once are prepared by the clients it configures.
+  let dialect: Dialect;
 
   beforeAll(async () => {
     database = await createTestDatabase('postgres');
+    dialect = dialectFor(database.url);
     // One connection: the session whose prepared statements the test reads.
-    knex = knexFactory(dialect().knexConfig({ poolMax: 1 }));
+    knex = knexFactory(dialect.knexConfig({ poolMax: 1 }));
     await knex.schema.createTable('planned_probe', (t) => {
       t.string('k').primary();
       t.integer('n').notNullable();
@@ -34,7 +37,7 @@ describe.runIf(DIALECTS.includes('postgres'))('statements planned once [postgres
   });
 
   const add = (by: number, keys: string[]) =>
-    dialect().plannedOnce('probe_add', { sql: `UPDATE planned_probe SET n = n + ? WHERE k IN (${keys.map(() => '?').join(', ')})`, bindings: [by, ...keys] });
+    dialect.plannedOnce('probe_add', { sql: `UPDATE planned_probe SET n = n + ? WHERE k IN (${keys.map(() => '?').join(', ')})`, bindings: [by, ...keys] });
   const counts = async () => Object.fromEntries((await knex('planned_probe').orderBy('k')).map((r: { k: string; n: number }) => [r.k, r.n]));
   const prepared = async () =>
     (await knex.raw(`SELECT name, statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'emk_probe_add%' ORDER BY name`)).rows as Array<{
@@ -50,12 +53,12 @@ describe.runIf(DIALECTS.includes('postgres'))('statements planned once [postgres
     expect(statement.bindings).toEqual([]);
     for (let i = 0; i < 7; i++) {
       await knex.transaction(async (trx) => {
-        await deferWrite(dialect(), trx, trx.raw(statement.sql, statement.bindings as never[]));
+        await deferWrite(dialect, trx, trx.raw(statement.sql, statement.bindings as never[]));
         await trx('planned_probe').where({ k: 'a' }).first();
       });
     }
     const alone = add(10, ['b', 'what?']);
-    await deferWrite(dialect(), knex, knex.raw(alone.sql, alone.bindings as never[]));
+    await deferWrite(dialect, knex, knex.raw(alone.sql, alone.bindings as never[]));
     expect(await counts()).toEqual({ a: 7, b: 17, 'what?': 10 });
 
     const rows = await prepared();
@@ -71,14 +74,14 @@ describe.runIf(DIALECTS.includes('postgres'))('statements planned once [postgres
     await expect(
       knex.transaction(async (trx) => {
         const statement = add(100, ['a']);
-        await deferWrite(dialect(), trx, trx.raw(statement.sql, statement.bindings as never[]));
+        await deferWrite(dialect, trx, trx.raw(statement.sql, statement.bindings as never[]));
         await trx('planned_probe').where({ k: 'a' }).first();
         throw new Error('undo');
       }),
     ).rejects.toThrow('undo');
     expect(await counts()).toEqual(before);
     const again = add(1, ['a']);
-    await knex.transaction((trx) => deferWrite(dialect(), trx, trx.raw(again.sql, again.bindings as never[])));
+    await knex.transaction((trx) => deferWrite(dialect, trx, trx.raw(again.sql, again.bindings as never[])));
     expect((await counts()).a).toBe(before.a! + 1);
     expect((await prepared()).map((r) => r.statement.match(/\(\$2(, \$\d)*\)/)![0])).toEqual(['($2, $3)', '($2)']);
   });

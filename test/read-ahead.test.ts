@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
-import { deferWrite, writeStats } from '../src/domain/db/deferred-writes.js';
+import { deferWrite } from '../src/domain/db/deferred-writes.js';
 import { ValidationError } from '../src/domain/errors.js';
 import { createTestDatabase, type TestDatabase } from './helpers/test-databases.js';
 
@@ -52,12 +52,12 @@ describe('reads ahead of BEGIN [sqlite]', () => {
   it('a read and a held write cost two driver calls: the read, then BEGIN, the write and COMMIT in one script', async () => {
     // The connection's own last commit (the insert above) does not make its next reads stale.
     await db.writeTransaction((trx) => trx('accounts').where({ name: 'a' }).update({ balance: 100 }));
-    const before = writeStats.driverCalls;
+    const before = db.writeStats.driverCalls;
     await db.writeTransaction(async (trx) => {
       const { balance: read } = await trx('accounts').where({ name: 'a' }).first();
       await deferWrite(db.dialect, trx, trx('accounts').where({ name: 'a' }).update({ balance: read + 1 }));
     });
-    expect(writeStats.driverCalls - before).toBe(2);
+    expect(db.writeStats.driverCalls - before).toBe(2);
     expect(await balance()).toBe(101);
     expect(pauses).toEqual([]);
   });
@@ -87,7 +87,8 @@ describe('reads ahead of BEGIN [sqlite]', () => {
 
   it('for a while after such a conflict, reads wait for BEGIN: another write between read and write waits its turn', async () => {
     // Runs right after the conflict above (well within READ_INSIDE_AFTER_CONFLICT_MS).
-    const before = writeStats.driverCalls;
+    const before = db.writeStats.driverCalls;
+    const otherBefore = other.writeStats.driverCalls;
     let otherWrite: Promise<unknown> = Promise.resolve();
     const attempts = await addTo(10, async () => {
       // Not awaited here: it waits for the write lock this transaction took with its BEGIN, before its read.
@@ -95,7 +96,8 @@ describe('reads ahead of BEGIN [sqlite]', () => {
     });
     await otherWrite;
     // BEGIN, the read, the update, COMMIT: four calls, the BEGIN first; and the other connection's update.
-    expect(writeStats.driverCalls - before).toBe(4 + 1);
+    expect(db.writeStats.driverCalls - before).toBe(4);
+    expect(other.writeStats.driverCalls - otherBefore).toBe(1);
     expect(attempts).toBe(1);
     expect(await balance()).toBe(100 + 10 + 1000);
   });

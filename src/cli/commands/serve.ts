@@ -30,7 +30,7 @@ export function serveCommand(): Command {
         const { host, port } = server.boundTo;
         process.stderr.write(`emk listening on ${server.address} (bound to ${host}:${port})\n`);
         // For operators and the bench: how many writes each group commit carried, and in how many driver calls.
-        process.on('SIGUSR2', () => process.stderr.write(`write counters ${JSON.stringify(writeCounters())}\n`));
+        process.on('SIGUSR2', () => process.stderr.write(`write counters ${JSON.stringify(writeCounters(services.writer, services.db))}\n`));
         if ((await services.workspaces.list()).length === 0) {
           process.stderr.write(
             'no workspace yet: create one with `npx emk init` (it prints the API key and site id), or try a demo shop with data: `npx emk seed`\n',

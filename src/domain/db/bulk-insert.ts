@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { chunk, chunkSizeFor, encodedAsText, insertRows, literalInsert } from './bulk.js';
-import type { Db } from './database.js';
+import type { Db } from './types.js';
 import { deferWrite } from './deferred-writes.js';
 import type { Dialect } from './dialect/dialect.js';
 
@@ -75,7 +75,7 @@ export async function bulkInsertIgnoringConflicts<T extends object>(
       const { sql, bindings } = insertFromJson(recordset, table, part);
       const conflict = `ON CONFLICT (${uniqueKey.map(() => '??').join(', ')}) DO NOTHING RETURNING id`;
       const result = await db.raw(`${sql} ${conflict}`, [...bindings, ...uniqueKey]);
-      for (const row of result.rows as Array<{ id: string }>) inserted.add(row.id);
+      for (const row of dialect.rowsOf<{ id: string }>(result)) inserted.add(row.id);
     }
     return inserted;
   }

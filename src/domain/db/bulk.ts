@@ -1,4 +1,4 @@
-import type { Db } from './database.js';
+import type { Db } from './types.js';
 import type { Knex } from 'knex';
 import { deferWrite, holdStatements } from './deferred-writes.js';
 import type { Dialect } from './dialect/dialect.js';

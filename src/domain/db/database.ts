@@ -4,13 +4,16 @@ import type { Dialect } from './dialect/dialect.js';
 import { postgresDialect } from './dialect/postgres.js';
 import { sqliteDialect } from './dialect/sqlite.js';
 import { DEFAULT_RETRY, runTranslated, type RetryPolicy } from './driver-errors.js';
+import type { WriteStats } from './types.js';
 
-/** What stores and services read and write through: the pool, or the caller's transaction. */
-export type Db = Knex | Knex.Transaction;
+// Declared below the dialects, which need it too; stores and services import it from here.
+export type { Db } from './types.js';
 
 export interface Database {
   knex: Knex;
   dialect: Dialect;
+  /** Driver calls of both pools and the statements they carried (held writes travel several to a call). */
+  readonly writeStats: WriteStats;
   /**
    * A second, small pool whose commits do not wait for the disk (PostgreSQL), for data that may be lost in a
    * crash: shared rate-limit counters. Opened on first use, closed with the database.
@@ -60,13 +63,15 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
   const dialect = dialectFor(url);
   const { lockTimeoutMs } = options;
   const retry = { ...DEFAULT_RETRY, ...options.retry };
+  const writeStats: WriteStats = { driverCalls: 0, statements: 0 };
   const connect = (config: Knex.Config) => knexFactory({ ...config, log: SILENT_LOG });
-  const knex = connect(dialect.knexConfig({ lockTimeoutMs }));
+  const knex = connect(dialect.knexConfig({ lockTimeoutMs, writeStats }));
   let relaxed: Knex | null = null;
   return {
     knex,
     dialect,
-    relaxedKnex: () => (relaxed ??= connect(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2, lockTimeoutMs }))),
+    writeStats,
+    relaxedKnex: () => (relaxed ??= connect(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2, lockTimeoutMs, writeStats }))),
     writeTransaction: (work) => runTranslated(dialect, retry, () => knex.transaction(work)),
     async close() {
       await relaxed?.destroy();

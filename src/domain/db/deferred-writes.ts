@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
-import type { Db } from './database.js';
 import type { Dialect } from './dialect/dialect.js';
+import type { Db, WriteStats } from './types.js';
 
 /**
  * Deferred writes: a write whose result nobody reads (an insert of rows with their own ids, an additive upsert)
@@ -15,12 +15,6 @@ import type { Dialect } from './dialect/dialect.js';
  * does not handle itself. Values are inlined as SQL literals by the dialect (`Dialect.literal`); a value it
  * cannot inline sends the write at once instead.
  */
-
-/** Statements held per connection, in order. Keyed by the driver's connection, shared by nested savepoints. */
-const held = new WeakMap<object, string[]>();
-
-/** Calls to the driver and statements they carried, since the process started (the bench prints them). */
-export const writeStats = { driverCalls: 0, statements: 0 };
 
 /** `?` placeholders filled with literals; null when a value has no literal form (then the write runs at once). */
 function inline(dialect: Dialect, sql: string, bindings: readonly unknown[]): string | null {
@@ -54,25 +48,22 @@ export async function deferWrite(dialect: Dialect, db: Db, query: Knex.QueryBuil
 /** Holds statements already written with literals until the transaction's next statement (see above). */
 export async function holdStatements(trx: Knex.Transaction, statements: string[]): Promise<void> {
   const connection = (await trx.client.acquireConnection()) as object;
-  const list = held.get(connection);
-  if (list) list.push(...statements);
-  else held.set(connection, statements);
+  heldWritesOf(trx).hold(connection, statements);
 }
 
 /**
- * Holds a transaction's BEGIN so that it travels with the transaction's first statement (PostgreSQL, where a
- * read can carry held statements: one round trip less per transaction). Nothing held before it survives.
+ * A knex client of ours (dialect/sqlite.ts, dialect/postgres.ts): it carries the held writes of its connections.
+ * knex builds a transaction's client on the client's prototype, so a transaction's client sees the same ones.
  */
-export function holdBegin(connection: object, sql: string): void {
-  held.set(connection, [sql.replace(/;\s*$/, '')]);
+export interface HoldingClient {
+  readonly heldWrites: HeldWrites;
 }
 
-/** Statements held on `connection` (a held BEGIN counts as one). */
-export const heldCount = (connection: object): number => held.get(connection)?.length ?? 0;
-
-/** Forgets what is held on `connection` (a transaction that ends before anything was sent). */
-export function dropHeld(connection: object): void {
-  held.delete(connection);
+function heldWritesOf(trx: Knex.Transaction): HeldWrites {
+  const { heldWrites } = trx.client as Partial<HoldingClient>;
+  // Another client would never send what is held: the writes would be lost without a word.
+  if (!heldWrites) throw new Error('held writes need a knex client made by dialect/sqlite.ts or dialect/postgres.ts');
+  return heldWrites;
 }
 
 /**
@@ -83,55 +74,89 @@ export type RunScript = (connection: object, sql: string) => Promise<unknown>;
 
 const script = (statements: string[]) => statements.join(';\n');
 
-/** What the client does after sendHeldWrites: run the statement itself, or take the result it was run with. */
+/** What the client does after send: run the statement itself, or take the result it was run with. */
 export type HeldOutcome = { ran: false } | { ran: true; result: unknown };
 
 /**
- * Called by our knex clients before each statement they run on `connection`. A COMMIT or RELEASE is run here
- * together with the held writes; so is any statement the client can give as literal SQL (`inlined`: PostgreSQL,
- * whose script call returns rows). Otherwise the held writes are sent (or dropped, for BEGIN and ROLLBACK) and
- * the client runs the statement itself.
+ * The statements held on the connections of one knex client, in order per connection (nested savepoints share
+ * their connection's), and the count of what the client sent (`stats`, its Database's).
  */
-export async function sendHeldWrites(connection: object, sql: string, runScript: RunScript, inlined?: () => string | null): Promise<HeldOutcome> {
-  const statements = held.get(connection);
-  const verb = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase();
-  // A new transaction never inherits writes, and a rollback undoes what was held since the last statement.
-  if (verb === 'BEGIN' || verb === 'ROLLBACK') {
-    held.delete(connection);
+export class HeldWrites {
+  private readonly held = new WeakMap<object, string[]>();
+
+  constructor(readonly stats: WriteStats) {}
+
+  hold(connection: object, statements: string[]): void {
+    const list = this.held.get(connection);
+    if (list) list.push(...statements);
+    else this.held.set(connection, statements);
+  }
+
+  /**
+   * Holds a transaction's BEGIN so that it travels with the transaction's first statement (PostgreSQL, where a
+   * read can carry held statements: one round trip less per transaction). Nothing held before it survives.
+   */
+  holdBegin(connection: object, sql: string): void {
+    this.held.set(connection, [sql.replace(/;\s*$/, '')]);
+  }
+
+  /** Statements held on `connection` (a held BEGIN counts as one). */
+  count(connection: object): number {
+    return this.held.get(connection)?.length ?? 0;
+  }
+
+  /** Forgets what is held on `connection` (a transaction that ends before anything was sent). */
+  drop(connection: object): void {
+    this.held.delete(connection);
+  }
+
+  /**
+   * Called by our knex clients before each statement they run on `connection`. A COMMIT or RELEASE is run here
+   * together with the held writes; so is any statement the client can give as literal SQL (`inlined`:
+   * PostgreSQL, whose script call returns rows). Otherwise the held writes are sent (or dropped, for BEGIN and
+   * ROLLBACK) and the client runs the statement itself.
+   */
+  async send(connection: object, sql: string, runScript: RunScript, inlined?: () => string | null): Promise<HeldOutcome> {
+    const statements = this.held.get(connection);
+    const verb = /^\s*(\w+)/.exec(sql)?.[1]?.toUpperCase();
+    // A new transaction never inherits writes, and a rollback undoes what was held since the last statement.
+    if (verb === 'BEGIN' || verb === 'ROLLBACK') {
+      this.held.delete(connection);
+      return { ran: false };
+    }
+    if (!statements || statements.length === 0) return { ran: false };
+    this.held.delete(connection);
+    const run = (text: string, count: number) => {
+      this.stats.driverCalls++;
+      this.stats.statements += count;
+      return runScript(connection, text);
+    };
+    if (verb === 'COMMIT') {
+      const result = await run(script([...statements, sql]), statements.length + 1).catch(async (error: unknown) => {
+        // knex does not roll back after a failed COMMIT: the connection must not go back to the pool mid-transaction.
+        await runScript(connection, 'ROLLBACK').catch(() => {});
+        throw error;
+      });
+      return { ran: true, result };
+    }
+    const savepoint = /^\s*RELEASE\s+SAVEPOINT\s+(\S+?);?\s*$/i.exec(sql)?.[1];
+    if (savepoint !== undefined) {
+      const result = await run(script([...statements, sql]), statements.length + 1).catch(async (error: unknown) => {
+        // Nor after a failed RELEASE: undo the savepoint's work here so the failed unit leaves nothing behind.
+        await runScript(connection, `ROLLBACK TO SAVEPOINT ${savepoint};\nRELEASE SAVEPOINT ${savepoint}`).catch(() => {});
+        throw error;
+      });
+      return { ran: true, result };
+    }
+    const literal = inlined?.() ?? null;
+    if (literal !== null) return { ran: true, result: await run(script([...statements, literal]), statements.length + 1) };
+    await run(script(statements), statements.length);
     return { ran: false };
   }
-  if (!statements || statements.length === 0) return { ran: false };
-  held.delete(connection);
-  const run = (text: string, count: number) => {
-    writeStats.driverCalls++;
-    writeStats.statements += count;
-    return runScript(connection, text);
-  };
-  if (verb === 'COMMIT') {
-    const result = await run(script([...statements, sql]), statements.length + 1).catch(async (error: unknown) => {
-      // knex does not roll back after a failed COMMIT: the connection must not go back to the pool mid-transaction.
-      await runScript(connection, 'ROLLBACK').catch(() => {});
-      throw error;
-    });
-    return { ran: true, result };
-  }
-  const savepoint = /^\s*RELEASE\s+SAVEPOINT\s+(\S+?);?\s*$/i.exec(sql)?.[1];
-  if (savepoint !== undefined) {
-    const result = await run(script([...statements, sql]), statements.length + 1).catch(async (error: unknown) => {
-      // Nor after a failed RELEASE: undo the savepoint's work here so the failed unit leaves nothing behind.
-      await runScript(connection, `ROLLBACK TO SAVEPOINT ${savepoint};\nRELEASE SAVEPOINT ${savepoint}`).catch(() => {});
-      throw error;
-    });
-    return { ran: true, result };
-  }
-  const literal = inlined?.() ?? null;
-  if (literal !== null) return { ran: true, result: await run(script([...statements, literal]), statements.length + 1) };
-  await run(script(statements), statements.length);
-  return { ran: false };
-}
 
-/** Counts a statement the client runs on its own (for writeStats). */
-export function countStatement(): void {
-  writeStats.driverCalls++;
-  writeStats.statements++;
+  /** Counts a statement the client runs on its own (for stats). */
+  countStatement(): void {
+    this.stats.driverCalls++;
+    this.stats.statements++;
+  }
 }

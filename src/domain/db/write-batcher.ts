@@ -1,7 +1,6 @@
 import type { Knex } from 'knex';
 import { EmkError, UnavailableError } from '../errors.js';
 import type { Database } from './database.js';
-import { writeStats } from './deferred-writes.js';
 import { domainErrorOf, isBusy } from './driver-errors.js';
 
 /**
@@ -48,15 +47,12 @@ const PRESSURE_GROUPS = 16;
 /** A reading older than this is stale: the writer has gone quiet. */
 const PRESSURE_FRESH_MS = 250;
 
-/** Groups committed and items they carried, since the process started (the bench prints them). */
-export const groupCommitStats = { groups: 0, items: 0 };
-
-/** The process's write counters: group commits, items they carried, driver calls and statements sent. */
-export const writeCounters = () => ({
-  groups: groupCommitStats.groups,
-  items: groupCommitStats.items,
-  driver_calls: writeStats.driverCalls,
-  statements: writeStats.statements,
+/** A writer's and its database's counters: group commits, items they carried, driver calls and statements sent. */
+export const writeCounters = (writer: WriteBatcher, db: Pick<Database, 'writeStats'>) => ({
+  groups: writer.groupCommitStats.groups,
+  items: writer.groupCommitStats.items,
+  driver_calls: db.writeStats.driverCalls,
+  statements: db.writeStats.statements,
 });
 
 /**
@@ -68,6 +64,8 @@ export const writeCounters = () => ({
  * committed, so an accepted write is durable before the reply.
  */
 export class WriteBatcher {
+  /** Groups committed and the items they carried, since the writer was made (the bench prints them). */
+  readonly groupCommitStats = { groups: 0, items: 0 };
   private queue: Pending[] = [];
   private queuedWeight = 0;
   /** Transactions running now, a slot each (at most `concurrency`). */
@@ -199,8 +197,8 @@ export class WriteBatcher {
     try {
       const results = await this.db.writeTransaction((trx) => this.apply(trx, batch));
       committed();
-      groupCommitStats.groups++;
-      groupCommitStats.items += batch.length;
+      this.groupCommitStats.groups++;
+      this.groupCommitStats.items += batch.length;
       this.recentSizes.push(batch.length);
       if (this.recentSizes.length > PRESSURE_GROUPS) this.recentSizes.shift();
       this.lastCommitAt = Date.now();

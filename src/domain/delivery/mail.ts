@@ -18,6 +18,17 @@ export interface OutgoingMail {
 
 export type DeliveryResult = { status: 'captured' } | { status: 'sent' } | { status: 'failed'; error: string; permanent: true };
 
+/**
+ * Where mail goes (transport.ts picks one: capture, or smtp-transport.ts). Declared here, beside the mail it
+ * carries, so the transports and the code that picks them import it from below instead of from each other.
+ */
+export interface Transport {
+  /** True when nothing leaves: messages are kept as `captured`. */
+  readonly captures: boolean;
+  deliver(mail: OutgoingMail): Promise<DeliveryResult>;
+  close(): Promise<void>;
+}
+
 /** A failure worth trying again: a 4xx reply, a connection refused, reset or timed out. */
 export class TemporaryDeliveryError extends Error {
   constructor(

@@ -1,6 +1,5 @@
 import nodemailer from 'nodemailer';
-import { messageIdHeader, TemporaryDeliveryError, textFromHtml, type DeliveryResult, type OutgoingMail } from './mail.js';
-import type { Transport } from './transport.js';
+import { messageIdHeader, TemporaryDeliveryError, textFromHtml, type DeliveryResult, type OutgoingMail, type Transport } from './mail.js';
 
 const RECIPIENT_COMMANDS = new Set(['RCPT TO', 'DATA']);
 

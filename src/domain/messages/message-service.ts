@@ -1,8 +1,7 @@
 import type { Knex } from 'knex';
 import { emailKey } from '../shared/keys.js';
 import type { Database } from '../db/database.js';
-import type { Transport } from '../delivery/transport.js';
-import { TemporaryDeliveryError, textFromHtml, type OutgoingMail } from '../delivery/mail.js';
+import { TemporaryDeliveryError, textFromHtml, type OutgoingMail, type Transport } from '../delivery/mail.js';
 import type { ContactRow } from '../contacts/contact-lookup.js';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';

@@ -172,7 +172,7 @@ export function createOrderStore(dialect: Dialect) {
         // totals of its own, older snapshot and drop that writer's order. A contact created here is locked by
         // its insert already.
         const toLock = part.filter((id) => !createdHere.has(id));
-        if (dialect.rowLocks && toLock.length > 0) await dialect.forUpdate(db('contacts').whereIn('id', toLock).orderBy('id').select('id'));
+        if (toLock.length > 0) await dialect.lockRows(dialect.forUpdate(db('contacts').whereIn('id', toLock).orderBy('id').select('id')));
         // UPDATE … FROM (PostgreSQL, SQLite 3.33+): one aggregate over the contacts' orders, not a subquery per row.
         await deferWrite(dialect, db, db.raw(
           `UPDATE contacts SET lifetime_revenue = totals.revenue, orders_count = totals.orders

@@ -55,18 +55,18 @@ export function createCategoryTotals(dialect: Dialect) {
     async syncCatalog(trx: Db, workspaceId: string, keys: string[] | null): Promise<void> {
       for (const part of chunks(keys)) {
         const keyBindings = part ?? [];
-        if (dialect.rowLocks) {
+        await dialect.lockRows(
           // The totals rows of these products, locked (created at zero when absent): a concurrent write that
           // adds to them waits for this transaction, or this one waits for it and copies what it committed.
-          await trx.raw(
+          trx.raw(
             `INSERT INTO product_activity_totals (workspace_id, product_key, units_sold, views, score)
              SELECT DISTINCT workspace_id, external_id, 0, 0, 0 FROM products
              WHERE workspace_id = ? AND platform <> ?${keyFilter('external_id', part)}
              ORDER BY external_id
              ON CONFLICT (workspace_id, product_key) DO UPDATE SET units_sold = product_activity_totals.units_sold`,
             [workspaceId, MANUAL_PLATFORM, ...keyBindings],
-          );
-        }
+          ),
+        );
         await trx.raw(
           `DELETE FROM product_category_totals
            WHERE workspace_id = ?${keyFilter('product_key', part)}

@@ -10,7 +10,6 @@ import { systemClock, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
 import type { FactConsumer } from '../triggers/trigger-dispatcher.js';
 import type { ContactChange, OutboxFact, TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
-import { conditionsSql } from './segment-sql.js';
 import {
   dependenciesOf,
   parseConditions,
@@ -64,7 +63,7 @@ export function createSegmentService(deps: {
   jobs: JobQueue;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, dialect, outbox, jobs } = deps;
+  const { knex, writeTransaction, outbox, jobs } = deps;
   const store = createSegmentStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
@@ -82,7 +81,7 @@ export function createSegmentService(deps: {
   /** Re-evaluates the contacts in scope (null: everyone) and records `segment_entered` for those who entered. */
   async function reevaluate(trx: Knex.Transaction, row: SegmentRow, scope: string[] | null): Promise<TriggerFact[]> {
     const now = clock();
-    const entered = await store.reevaluate(trx, row, conditionsSql(dialect, row.conditions, now), now, scope);
+    const entered = await store.reevaluate(trx, row, store.conditionsSql(row.conditions, now), now, scope);
     return entered.map((contactId) => ({
       workspaceId: row.workspace_id,
       triggerType: 'segment_entered',
@@ -142,7 +141,7 @@ export function createSegmentService(deps: {
     /** Which of these contacts meet the conditions now (a flow's filters). */
     async matching(db: Db, workspaceId: string, conditions: SegmentConditions, contactIds: string[]): Promise<Set<string>> {
       if (contactIds.length === 0) return new Set();
-      return new Set(await store.matching(db, workspaceId, conditionsSql(dialect, conditions, clock()), contactIds));
+      return new Set(await store.matching(db, workspaceId, store.conditionsSql(conditions, clock()), contactIds));
     },
 
     exists: (db: Db, workspaceId: string, segmentId: string): Promise<boolean> => store.exists(db, workspaceId, segmentId),
@@ -163,7 +162,7 @@ export function createSegmentService(deps: {
       };
       return writeTransaction(async (trx) => {
         await store.insert(trx, row);
-        await store.fill(trx, row, conditionsSql(dialect, row.conditions, now), now);
+        await store.fill(trx, row, store.conditionsSql(row.conditions, now), now);
         if (row.has_time_window) await scheduleRefresh(trx);
         return toRecord(trx, row);
       });

@@ -6,6 +6,7 @@ import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { Segment, SegmentConditions, SegmentMember } from './segment.schema.js';
+import { conditionsSql } from './segment-sql.js';
 
 export interface SegmentRow {
   id: string;
@@ -44,6 +45,12 @@ export function createSegmentStore(dialect: Dialect) {
   const toColumns = (row: Partial<SegmentRow>) => ({ ...row, ...(row.conditions ? { conditions: dialect.writeJson(row.conditions) } : {}) });
 
   return {
+    /**
+     * The conditions as one SQL condition over `contacts c` at `now`, in this database's JSON functions: what
+     * `matching`, `reevaluate` and `fill` take.
+     */
+    conditionsSql: (conditions: SegmentConditions, now: number): SqlFragment => conditionsSql(dialect, conditions, now),
+
     toRecord: (row: SegmentRow, memberCount: number): Segment => ({
       id: row.id,
       name: row.name,

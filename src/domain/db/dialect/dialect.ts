@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { WriteStats } from '../types.js';
 
 /**
  * What a driver error means for the caller, in the database's own codes (see driver-errors.ts for what each
@@ -33,6 +34,8 @@ export interface ConnectionOptions {
    * 10 s unless told (its busy timeout); PostgreSQL waits without limit unless told (its lock_timeout).
    */
   lockTimeoutMs?: number;
+  /** Where the connections count their driver calls and statements: their Database's (a count of their own if absent). */
+  writeStats?: WriteStats;
 }
 
 /**
@@ -74,6 +77,8 @@ export interface Dialect {
   readNumber(value: unknown): number;
   /** readNumber for a nullable column: null (or absent) stays null. */
   readNullableNumber(value: unknown): number | null;
+  /** The rows a `raw` statement returned: pg gives a result holding them, node-sqlite3 the rows themselves. */
+  rowsOf<T = Record<string, unknown>>(result: unknown): T[];
   /** What a driver error means, or null for anything else (a bug: it stays a 500). */
   driverFault(error: unknown): DriverFault | null;
   /**
@@ -82,8 +87,12 @@ export interface Dialect {
    * inside it (contacts/known-contacts.ts). The error names STALE_READ.
    */
   failUnlessCount(count: SqlFragment, expected: number): SqlFragment;
-  /** The database locks rows (PostgreSQL); SQLite's one writer holds the whole database, so a lock read is wasted. */
-  readonly rowLocks: boolean;
+  /**
+   * Runs `statement`, there only to take row locks until the transaction ends (a `forUpdate` read, an upsert that
+   * creates the rows it locks), where the database locks rows (PostgreSQL); SQLite's one writer holds the whole
+   * database already, so there it is not sent.
+   */
+  lockRows(statement: Knex.QueryBuilder | Knex.Raw): Promise<void>;
   /** Locks the selected rows until the transaction ends where the database has row locks. */
   forUpdate<Q extends Knex.QueryBuilder>(query: Q): Q;
   /**

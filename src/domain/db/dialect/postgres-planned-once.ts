@@ -10,43 +10,51 @@ import type { SqlFragment } from './dialect.js';
  * another length) is a statement of its own.
  */
 
-/** `PREPARE …` by statement name, and the name of each statement text. Bounded by the texts the code writes. */
-const prepareByName = new Map<string, string>();
-const nameByText = new Map<string, string>();
-/** Names prepared on each connection (a PREPARE lasts as long as its session, whatever becomes of transactions). */
-const preparedOn = new WeakMap<object, Set<string>>();
-
 const NAMED = /\bEXECUTE (emk_\w+)/g;
 
 /**
- * `fragment` as an EXECUTE of its prepared form (`?` placeholders become the statement's `$n` parameters), its
- * arguments written as literals: EXECUTE takes no bound parameters. A question mark inside a literal is escaped
- * for knex. A value without a literal form leaves the fragment as it is, planned each time.
+ * The statements planned once of one dialect (postgresDialect makes one): the dialect's `plannedOnce` names them,
+ * and the knex clients it configures prepare them on their connections.
  */
-export function plannedOnce(label: string, fragment: SqlFragment, literal: (value: unknown) => string | null): SqlFragment {
-  const args = fragment.bindings.map(literal);
-  if (args.some((arg) => arg === null)) return fragment;
-  let name = nameByText.get(fragment.sql);
-  if (!name) {
-    name = `emk_${label}_${nameByText.size + 1}`;
-    let position = 0;
-    prepareByName.set(name, `PREPARE ${name} AS ${fragment.sql.replace(/\?/g, () => `$${++position}`)}`);
-    nameByText.set(fragment.sql, name);
-  }
-  const list = args.length > 0 ? `(${args.map((arg) => arg!.replaceAll('?', '\\?')).join(', ')})` : '';
-  return { sql: `EXECUTE ${name}${list}`, bindings: [] };
-}
+export class PlannedOnce {
+  /** `PREPARE …` by statement name, and the name of each statement text. Bounded by the texts the code writes. */
+  private readonly prepareByName = new Map<string, string>();
+  private readonly nameByText = new Map<string, string>();
+  /** Names prepared on each connection (a PREPARE lasts as long as its session, whatever becomes of transactions). */
+  private readonly preparedOn = new WeakMap<object, Set<string>>();
 
-/** Prepares on `connection` every statement `sql` executes that it has not prepared yet (a round trip each, once). */
-export async function prepareFor(connection: { query(sql: string): Promise<unknown> }, sql: string): Promise<void> {
-  if (!sql.includes('EXECUTE emk_')) return;
-  let prepared = preparedOn.get(connection);
-  for (const [, name] of sql.matchAll(NAMED)) {
-    const prepare = prepareByName.get(name!);
-    // A name not ours (text that only looks like one, in a literal) is left alone.
-    if (!prepare || prepared?.has(name!)) continue;
-    await connection.query(prepare);
-    if (!prepared) preparedOn.set(connection, (prepared = new Set()));
-    prepared.add(name!);
+  constructor(private readonly literal: (value: unknown) => string | null) {}
+
+  /**
+   * `fragment` as an EXECUTE of its prepared form (`?` placeholders become the statement's `$n` parameters), its
+   * arguments written as literals: EXECUTE takes no bound parameters. A question mark inside a literal is escaped
+   * for knex. A value without a literal form leaves the fragment as it is, planned each time.
+   */
+  statement(label: string, fragment: SqlFragment): SqlFragment {
+    const args = fragment.bindings.map(this.literal);
+    if (args.some((arg) => arg === null)) return fragment;
+    let name = this.nameByText.get(fragment.sql);
+    if (!name) {
+      name = `emk_${label}_${this.nameByText.size + 1}`;
+      let position = 0;
+      this.prepareByName.set(name, `PREPARE ${name} AS ${fragment.sql.replace(/\?/g, () => `$${++position}`)}`);
+      this.nameByText.set(fragment.sql, name);
+    }
+    const list = args.length > 0 ? `(${args.map((arg) => arg!.replaceAll('?', '\\?')).join(', ')})` : '';
+    return { sql: `EXECUTE ${name}${list}`, bindings: [] };
+  }
+
+  /** Prepares on `connection` every statement `sql` executes that it has not prepared yet (a round trip each, once). */
+  async prepareFor(connection: { query(sql: string): Promise<unknown> }, sql: string): Promise<void> {
+    if (!sql.includes('EXECUTE emk_')) return;
+    let prepared = this.preparedOn.get(connection);
+    for (const [, name] of sql.matchAll(NAMED)) {
+      const prepare = this.prepareByName.get(name!);
+      // A name not ours (text that only looks like one, in a literal) is left alone.
+      if (!prepare || prepared?.has(name!)) continue;
+      await connection.query(prepare);
+      if (!prepared) this.preparedOn.set(connection, (prepared = new Set()));
+      prepared.add(name!);
+    }
   }
 }

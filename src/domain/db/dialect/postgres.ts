@@ -1,18 +1,12 @@
 import { createRequire } from 'node:module';
 import pg from 'pg';
 import type { Knex } from 'knex';
-import { countStatement, holdBegin, sendHeldWrites, type RunScript } from '../deferred-writes.js';
+import { HeldWrites, type RunScript } from '../deferred-writes.js';
+import type { WriteStats } from '../types.js';
 import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
-import { plannedOnce, prepareFor } from './postgres-planned-once.js';
+import { PlannedOnce } from './postgres-planned-once.js';
 
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
-
-/** A script of several statements goes as one simple query, one round trip; its last statement's result comes back. */
-const runScript: RunScript = async (connection, sql) => {
-  await prepareFor(connection as pg.Client, sql);
-  const results = (await (connection as pg.Client).query(sql)) as pg.QueryResult | pg.QueryResult[];
-  return Array.isArray(results) ? results[results.length - 1] : results;
-};
 
 /** `$n` placeholders (knex's PostgreSQL form) filled with literals; null when a value has none or the SQL is unusual. */
 function inlinePositional(sql: string, bindings: readonly unknown[] | undefined): string | null {
@@ -32,26 +26,38 @@ function inlinePositional(sql: string, bindings: readonly unknown[] | undefined)
  * knex's pg client, changed in one way: every statement first sends the connection's held writes
  * (deferred-writes.ts), in the same round trip when the statement can be written with literals; a BEGIN is
  * itself held, so a transaction's first statement opens it. Statements planned once are prepared on the
- * connection before the first statement that executes them (postgres-planned-once.ts).
+ * connection before the first statement that executes them (postgres-planned-once.ts). Each call makes a class
+ * of its own, so the held writes it closes over belong to one knex (and, through the prototype, to the clients
+ * knex makes for its transactions); `stats` counts its driver calls.
  */
-function tunedPgClient(): Constructor {
+function tunedPgClient(stats: WriteStats, planned: PlannedOnce): Constructor {
   const Client = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as Constructor;
+  const heldWrites = new HeldWrites(stats);
+  /** A script of several statements goes as one simple query, one round trip; its last statement's result comes back. */
+  const runScript: RunScript = async (connection, sql) => {
+    await planned.prepareFor(connection as pg.Client, sql);
+    const results = (await (connection as pg.Client).query(sql)) as pg.QueryResult | pg.QueryResult[];
+    return Array.isArray(results) ? results[results.length - 1] : results;
+  };
   return class TunedPgClient extends Client {
+    get heldWrites(): HeldWrites {
+      return heldWrites;
+    }
     async _query(connection: object, obj: { sql: string; bindings?: unknown[]; options?: object; response?: unknown }) {
       if (/^\s*BEGIN\b/i.test(obj.sql)) {
-        holdBegin(connection, obj.sql);
+        heldWrites.holdBegin(connection, obj.sql);
         obj.response = { command: 'BEGIN', rows: [], rowCount: null };
         return obj;
       }
       // Query options (a row mode, say) need the extended protocol.
       const inlined = () => (obj.options && Object.keys(obj.options).length > 0 ? null : inlinePositional(obj.sql, obj.bindings));
-      const outcome = await sendHeldWrites(connection, obj.sql, runScript, inlined);
+      const outcome = await heldWrites.send(connection, obj.sql, runScript, inlined);
       if (outcome.ran) {
         obj.response = outcome.result;
         return obj;
       }
-      countStatement();
-      await prepareFor(connection as pg.Client, obj.sql);
+      heldWrites.countStatement();
+      await planned.prepareFor(connection as pg.Client, obj.sql);
       return super._query(connection, obj);
     }
   };
@@ -111,6 +117,7 @@ function driverFault(error: unknown): DriverFault | null {
 }
 
 export function postgresDialect(url: string, poolMax = 10): Dialect {
+  const planned = new PlannedOnce(postgresLiteral);
   return {
     name: 'postgres',
     sharedByProcesses: true,
@@ -129,7 +136,8 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       // JIT compilation pays off for long analytic queries, not ours: it added ~200 ms to feed counts.
       const settings = ['-c jit=off'];
       if (options.lockTimeoutMs !== undefined) settings.push(`-c lock_timeout=${Math.round(options.lockTimeoutMs)}`);
-      return { client: tunedPgClient() as unknown as typeof Knex.Client, connection: { connectionString: url, options: settings.join(' '), types }, pool };
+      const stats = options.writeStats ?? { driverCalls: 0, statements: 0 };
+      return { client: tunedPgClient(stats, planned) as unknown as typeof Knex.Client, connection: { connectionString: url, options: settings.join(' '), types }, pool };
     },
     writeJson: (value) => JSON.stringify(value ?? null),
     readJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
@@ -137,6 +145,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     readNumber,
     readNullableNumber,
     driverFault,
+    rowsOf: <T>(result: unknown) => (result as pg.QueryResult).rows as T[],
     jsonText: (column, field) => `(${column} ->> '${field}')`,
     // `?::text`: `->` is also defined for integer indexes, so an untyped parameter would be ambiguous.
     jsonFieldString: (column, key) => ({
@@ -154,6 +163,9 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       sql: `COALESCE(jsonb_typeof(${column} -> ?::text), '') = 'array' AND (${column} -> ?::text) @> jsonb_build_array(?::text)`,
       bindings: [key, key, value],
     }),
+    lockRows: async (statement) => {
+      await statement;
+    },
     forUpdate: (query) => query.forUpdate() as typeof query,
     forUpdateSkipLocked: (query) => query.forUpdate().skipLocked() as typeof query,
     newIdSql: 'gen_random_uuid()::text',
@@ -167,7 +179,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       sql: `SELECT CAST('${STALE_READ} ' || n AS integer) FROM (${count.sql}) AS counted WHERE n <> ?`,
       bindings: [...count.bindings, expected],
     }),
-    plannedOnce: (label, fragment) => plannedOnce(label, fragment, postgresLiteral),
+    plannedOnce: (label, fragment) => planned.statement(label, fragment),
     plansFromStatistics: true,
     // reltuples: -1 until the first VACUUM or ANALYZE.
     analysedRows: async (knex, table) => {
@@ -176,7 +188,6 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     },
     // Independent transactions on separate connections; row locks and unique keys keep them apart.
     writeConcurrency: 2,
-    rowLocks: true,
     literal: postgresLiteral,
     jsonRecordset: 'json_populate_recordset(NULL::??, ?::json)',
   };

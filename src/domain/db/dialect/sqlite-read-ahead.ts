@@ -1,4 +1,4 @@
-import { dropHeld, heldCount, holdBegin, type RunScript } from '../deferred-writes.js';
+import type { HeldWrites, RunScript } from '../deferred-writes.js';
 
 /**
  * Reads ahead of BEGIN (SQLite, issue 16). A write transaction's BEGIN IMMEDIATE is held, and its reads before
@@ -48,79 +48,84 @@ interface ConnectionState {
   readInsideUntil: number;
 }
 
-const states = new WeakMap<object, ConnectionState>();
-
-function stateOf(connection: object): ConnectionState {
-  let state = states.get(connection);
-  if (!state) states.set(connection, (state = { transaction: null, readInsideUntil: 0 }));
-  return state;
-}
-
 const BEGIN = /^\s*BEGIN IMMEDIATE;?\s*$/i;
 const READ = /^\s*select\b/i;
 const ENDS_TRANSACTION = /^\s*(COMMIT|ROLLBACK);?\s*$/i;
 const ROLLBACK = /^\s*ROLLBACK;?\s*$/i;
 const TRAILING_COMMIT = /(^|\n)COMMIT;?\s*$/;
 
-/**
- * What the client does with `sql` on `connection` before the held writes are sent: `done` when it was taken
- * care of here (a BEGIN held, a ROLLBACK of a transaction that never began), `ahead` when it is a read that
- * runs now, ahead of the held BEGIN, and `run` otherwise.
- */
-export function readAheadStep(connection: object, sql: string): 'done' | 'ahead' | 'run' {
-  const state = stateOf(connection);
-  if (BEGIN.test(sql)) {
-    if (Date.now() < state.readInsideUntil) {
+/** The read-ahead state of one knex client's connections (dialect/sqlite.ts makes one per client). */
+export class ReadAhead {
+  private readonly states = new WeakMap<object, ConnectionState>();
+
+  constructor(private readonly heldWrites: HeldWrites) {}
+
+  private stateOf(connection: object): ConnectionState {
+    let state = this.states.get(connection);
+    if (!state) this.states.set(connection, (state = { transaction: null, readInsideUntil: 0 }));
+    return state;
+  }
+
+  /**
+   * What the client does with `sql` on `connection` before the held writes are sent: `done` when it was taken
+   * care of here (a BEGIN held, a ROLLBACK of a transaction that never began), `ahead` when it is a read that
+   * runs now, ahead of the held BEGIN, and `run` otherwise.
+   */
+  step(connection: object, sql: string): 'done' | 'ahead' | 'run' {
+    const state = this.stateOf(connection);
+    if (BEGIN.test(sql)) {
+      if (Date.now() < state.readInsideUntil) {
+        state.transaction = null;
+        return 'run';
+      }
+      this.heldWrites.holdBegin(connection, 'BEGIN IMMEDIATE');
+      state.transaction = { beginHeld: true, guarded: false, beginRefused: false };
+      return 'done';
+    }
+    const transaction = state.transaction;
+    if (!transaction) return 'run';
+    if (ENDS_TRANSACTION.test(sql)) {
       state.transaction = null;
+      // Nothing was begun: a ROLLBACK would fail ("no transaction is active") and hide the caller's own error.
+      if (ROLLBACK.test(sql) && (transaction.beginHeld || transaction.beginRefused)) {
+        this.heldWrites.drop(connection);
+        return 'done';
+      }
       return 'run';
     }
-    holdBegin(connection, 'BEGIN IMMEDIATE');
-    state.transaction = { beginHeld: true, guarded: false, beginRefused: false };
-    return 'done';
-  }
-  const transaction = state.transaction;
-  if (!transaction) return 'run';
-  if (ENDS_TRANSACTION.test(sql)) {
-    state.transaction = null;
-    // Nothing was begun: a ROLLBACK would fail ("no transaction is active") and hide the caller's own error.
-    if (ROLLBACK.test(sql) && (transaction.beginHeld || transaction.beginRefused)) {
-      dropHeld(connection);
-      return 'done';
+    if (transaction.beginHeld && this.heldWrites.count(connection) === 1 && READ.test(sql)) {
+      if (!transaction.guarded) {
+        this.heldWrites.holdBegin(connection, `BEGIN IMMEDIATE;\n${GUARD}`);
+        transaction.guarded = true;
+      }
+      return 'ahead';
     }
     return 'run';
   }
-  if (transaction.beginHeld && heldCount(connection) === 1 && READ.test(sql)) {
-    if (!transaction.guarded) {
-      holdBegin(connection, `BEGIN IMMEDIATE;\n${GUARD}`);
-      transaction.guarded = true;
-    }
-    return 'ahead';
-  }
-  return 'run';
-}
 
-/**
- * The client's script call, taking part: a transaction's COMMIT notes the data version first, a held BEGIN
- * that is refused is remembered (no ROLLBACK follows it), and a failed guard becomes a lock conflict.
- */
-export function readAheadScript(runScript: RunScript): RunScript {
-  return async (connection, sql) => {
-    const state = stateOf(connection);
-    const transaction = state.transaction;
-    const sendsBegin = transaction?.beginHeld === true;
-    if (transaction) transaction.beginHeld = false;
-    const text = TRAILING_COMMIT.test(sql) ? sql.replace(TRAILING_COMMIT, `$1${NOTE_DATA_VERSION};\nCOMMIT;`) : sql;
-    try {
-      return await runScript(connection, text);
-    } catch (error) {
-      const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
-      // Once BEGIN IMMEDIATE holds the write lock nothing else in the script waits for a lock: BUSY is the BEGIN's.
-      if (sendsBegin && code === 'SQLITE_BUSY') transaction!.beginRefused = true;
-      if (typeof message === 'string' && message.includes(STALE)) {
-        state.readInsideUntil = Date.now() + READ_INSIDE_AFTER_CONFLICT_MS;
-        throw Object.assign(new Error(`SQLITE_BUSY: ${STALE} (it committed after this transaction read)`), { code: 'SQLITE_BUSY' });
+  /**
+   * The client's script call, taking part: a transaction's COMMIT notes the data version first, a held BEGIN
+   * that is refused is remembered (no ROLLBACK follows it), and a failed guard becomes a lock conflict.
+   */
+  script(runScript: RunScript): RunScript {
+    return async (connection, sql) => {
+      const state = this.stateOf(connection);
+      const transaction = state.transaction;
+      const sendsBegin = transaction?.beginHeld === true;
+      if (transaction) transaction.beginHeld = false;
+      const text = TRAILING_COMMIT.test(sql) ? sql.replace(TRAILING_COMMIT, `$1${NOTE_DATA_VERSION};\nCOMMIT;`) : sql;
+      try {
+        return await runScript(connection, text);
+      } catch (error) {
+        const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+        // Once BEGIN IMMEDIATE holds the write lock nothing else in the script waits for a lock: BUSY is the BEGIN's.
+        if (sendsBegin && code === 'SQLITE_BUSY') transaction!.beginRefused = true;
+        if (typeof message === 'string' && message.includes(STALE)) {
+          state.readInsideUntil = Date.now() + READ_INSIDE_AFTER_CONFLICT_MS;
+          throw Object.assign(new Error(`SQLITE_BUSY: ${STALE} (it committed after this transaction read)`), { code: 'SQLITE_BUSY' });
+        }
+        throw error;
       }
-      throw error;
-    }
-  };
+    };
+  }
 }

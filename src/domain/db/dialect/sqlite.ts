@@ -2,9 +2,10 @@ import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import type { Knex } from 'knex';
-import { sendHeldWrites, countStatement, type RunScript } from '../deferred-writes.js';
+import { HeldWrites, type RunScript } from '../deferred-writes.js';
+import type { WriteStats } from '../types.js';
 import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault } from './dialect.js';
-import { READ_AHEAD_SETUP, readAheadScript, readAheadStep } from './sqlite-read-ahead.js';
+import { READ_AHEAD_SETUP, ReadAhead } from './sqlite-read-ahead.js';
 
 /** The JSON path of a top-level key, quoted so dots and brackets in it are part of the name. */
 const jsonPath = (key: string) => `$."${key}"`;
@@ -22,8 +23,11 @@ type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescri
  *   SQLite before 3.7.11): cheaper to run, and not capped at 500 rows;
  * - every statement first sends the connection's held writes (deferred-writes.ts), but for those reads;
  * - statements run prepared, kept per connection (see PreparedStatements).
+ * Each call makes a class of its own, so what it closes over (held writes, read-ahead state, prepared statements,
+ * each kept per connection) belongs to one knex and, through the prototype, to the clients knex makes for its
+ * transactions; `stats` counts its driver calls.
  */
-function tunedSqliteClient(): Constructor {
+function tunedSqliteClient(stats: WriteStats): Constructor {
   const require = createRequire(import.meta.url);
   const Client = require('knex/lib/dialects/sqlite3/index.js') as Constructor;
   const Transaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction.js') as Constructor;
@@ -62,15 +66,28 @@ function tunedSqliteClient(): Constructor {
     }
   }
 
+  const heldWrites = new HeldWrites(stats);
+  const readAhead = new ReadAhead(heldWrites);
+  const runScript = readAhead.script(execScript);
+  const preparedByConnection = new WeakMap<RawSqliteConnection, PreparedStatements>();
+  const preparedStatementsOf = (connection: RawSqliteConnection): PreparedStatements => {
+    let prepared = preparedByConnection.get(connection);
+    if (!prepared) preparedByConnection.set(connection, (prepared = new PreparedStatements(connection)));
+    return prepared;
+  };
+
   return class TunedClient extends Client {
+    get heldWrites(): HeldWrites {
+      return heldWrites;
+    }
     async _query(connection: object, obj: { sql: string; response?: unknown; context?: unknown }) {
-      const step = readAheadStep(connection, obj.sql);
-      if (step === 'done' || (step === 'run' && (await sendHeldWrites(connection, obj.sql, runScript)).ran)) {
+      const step = readAhead.step(connection, obj.sql);
+      if (step === 'done' || (step === 'run' && (await heldWrites.send(connection, obj.sql, runScript)).ran)) {
         obj.response = [];
         obj.context = {};
         return obj;
       }
-      countStatement();
+      heldWrites.countStatement();
       return super._query(preparedStatementsOf(connection as RawSqliteConnection), obj);
     }
     async destroyRawConnection(connection: RawSqliteConnection) {
@@ -210,18 +227,9 @@ class PreparedStatements {
 
 const finalize = (statement: RawStatement) => new Promise<void>((resolve) => statement.finalize(() => resolve()));
 
-const preparedByConnection = new WeakMap<RawSqliteConnection, PreparedStatements>();
-
-function preparedStatementsOf(connection: RawSqliteConnection): PreparedStatements {
-  let prepared = preparedByConnection.get(connection);
-  if (!prepared) preparedByConnection.set(connection, (prepared = new PreparedStatements(connection)));
-  return prepared;
-}
-
-const runScript: RunScript = readAheadScript(
-  (connection, sql) =>
-    new Promise((resolve, reject) => (connection as RawSqliteConnection).exec(sql, (error) => (error ? reject(error) : resolve(undefined)))),
-);
+/** node-sqlite3's script call (the read-ahead takes part in it: see tunedSqliteClient). */
+const execScript: RunScript = (connection, sql) =>
+  new Promise((resolve, reject) => (connection as RawSqliteConnection).exec(sql, (error) => (error ? reject(error) : resolve(undefined))));
 
 const NEEDS_ESCAPE = /['\0]/;
 
@@ -267,7 +275,7 @@ export function sqliteDialect(filename: string): Dialect {
       const statements = pragmas(options.lockTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
       if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
       return {
-        client: tunedSqliteClient() as unknown as typeof Knex.Client,
+        client: tunedSqliteClient(options.writeStats ?? { driverCalls: 0, statements: 0 }) as unknown as typeof Knex.Client,
         connection: { filename },
         useNullAsDefault: true,
         // One connection: SQLite has one writer anyway, and the group-commit writer keeps it busy with few,
@@ -286,6 +294,7 @@ export function sqliteDialect(filename: string): Dialect {
     readNumber,
     readNullableNumber,
     driverFault,
+    rowsOf: <T>(result: unknown) => result as T[],
     jsonText: (column, field) => `CAST(json_extract(${column}, '$.${field}') AS TEXT)`,
     jsonFieldString: (column, key) => ({
       sql: `CASE WHEN json_type(${column}, ?) = 'text' THEN json_extract(${column}, ?) END`,
@@ -308,6 +317,7 @@ export function sqliteDialect(filename: string): Dialect {
       bindings: [jsonPath(key), jsonPath(key), value],
     }),
     // A single connection is the single writer: nothing else can change the row mid-transaction.
+    lockRows: async () => {},
     forUpdate: (query) => query,
     forUpdateSkipLocked: (query) => query,
     newIdSql:
@@ -328,7 +338,6 @@ export function sqliteDialect(filename: string): Dialect {
     analysedRows: async () => 0,
     // Transactions begin IMMEDIATE (above): the lock is taken by BEGIN itself.
     writeConcurrency: 1,
-    rowLocks: false,
     literal: sqliteLiteral,
     jsonRecordset: null,
   };
