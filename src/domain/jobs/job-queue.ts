@@ -38,14 +38,14 @@ export function backoffMs(attempt: number, random = Math.random): number {
   return Math.round(base * (1 + 0.2 * random()));
 }
 
+/** Why a worker is woken: jobs were enqueued (look for due jobs), or trigger facts committed (drain them only). */
+export type WakeReason = 'jobs' | 'facts';
+
 /**
  * The durable queue every background task goes through (docs/worker.md). Jobs are enqueued inside the
  * caller's transaction, so a job exists exactly when the data that needs it was committed; a worker in this
  * process is woken once that commit lands, others find it by their short poll.
  */
-/** Why a worker is woken: jobs were enqueued (look for due jobs), or trigger facts committed (drain them only). */
-export type WakeReason = 'jobs' | 'facts';
-
 export function createJobQueue(deps: { db: Database; store: JobStore; clock?: Clock }) {
   const { db, store } = deps;
   const clock = deps.clock ?? systemClock;
