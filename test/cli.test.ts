@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../src/domain/db/database.js';
 import { hashSecret } from '../src/domain/shared/ids.js';
@@ -12,6 +12,13 @@ describe('emk command line', () => {
     const { code, stdout } = await runEmk(['--help']);
     expect(code).toBe(0);
     for (const command of ['serve', 'migrate', 'init']) expect(stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
+  });
+
+  it('--version prints the version package.json gives (the built CLI reads it from there)', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    const { code, stdout } = await runEmk(['--version']);
+    expect(code).toBe(0);
+    expect(stdout.trim()).toBe(version);
   });
 
   it('an unknown command or flag is a usage error: exit 2', async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { expect, inject, it } from 'vitest';
@@ -34,7 +35,7 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
   const document = async () => {
     const res = await h().request({ method: 'GET', url: '/openapi.json' });
     expect(res.statusCode).toBe(200);
-    return res.json() as { openapi: string; paths: Record<string, Record<string, Operation>>; components: { securitySchemes: Record<string, unknown> } };
+    return res.json() as { openapi: string; info: { version: string }; paths: Record<string, Record<string, Operation>>; components: { securitySchemes: Record<string, unknown> } };
   };
 
   it('the document is valid OpenAPI 3.1 (a maintained validator accepts it, every $ref resolves)', async () => {
@@ -44,6 +45,11 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
     expect(result.valid).toBe(true);
     expect(validator.version).toMatch(/^3\.1/);
     expect(() => validator.resolveRefs()).not.toThrow();
+  });
+
+  it("the document's version is package.json's", async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+    expect((await document()).info.version).toBe(version);
   });
 
   it('GET /openapi.json lists every registered route (but its own page), each with its noun and credential', async () => {

@@ -15,11 +15,12 @@ import { campaignsCommand } from './commands/campaigns/index.js';
 import { contactsCommand } from './commands/contacts/index.js';
 import { reportCommand } from './commands/reports/index.js';
 import { seedCommand } from './commands/seed/seed.js';
+import { EMK_VERSION } from '../domain/shared/package-version.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')
     .description('emk: customer data and marketing automation for online shops')
-    .version('0.1.0')
+    .version(EMK_VERSION)
     .showHelpAfterError();
   for (const command of [
     serveCommand(),

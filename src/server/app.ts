@@ -1,6 +1,7 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import type { EmkConfig } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
+import { EMK_VERSION } from '../domain/shared/package-version.js';
 import { registerApiKeyAuth } from './plugins/api-key-auth.js';
 import { registerCors } from './plugins/cors.js';
 import { DrainGate } from './plugins/drain.js';
@@ -32,9 +33,6 @@ import { reportRoutes } from './routes/reports/report-routes.js';
 import { trackingRoutes } from './routes/tracking/tracking-routes.js';
 import { consentRoutes } from './routes/consent/consent-routes.js';
 import { segmentIngestRoutes } from './routes/segment-ingest/segment-ingest-routes.js';
-
-/** The API's version in the OpenAPI document: the package's. */
-const EMK_VERSION = '0.1.0';
 
 /** Bodies above 5 MiB are refused with 413 (docs/api/errors.md). */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -73,6 +71,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   drain.register(app);
   registerRateLimits(app, services.rateLimiter, config.limits);
   registerJsonBody(app);
+  // The API's version in the OpenAPI document: the package's.
   await registerOpenApi(app, EMK_VERSION);
 
   await app.register(healthRoutes(services));

@@ -3,27 +3,21 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
-import type { Campaign, CampaignStatus } from './campaign.schema.js';
+import type { Campaign } from './campaign.schema.js';
 
-export interface CampaignRow {
-  id: string;
+/**
+ * A campaign as stored: the record's fields, but its times in epoch milliseconds, and the columns the API does
+ * not show (its workspace, when sending started, the recipients skipped).
+ */
+export type CampaignRow = Omit<Campaign, 'send_at' | 'sent_at' | 'created_at' | 'updated_at'> & {
   workspace_id: string;
-  name: string;
-  subject: string;
-  html: string;
-  text: string | null;
-  segment_id: string | null;
-  from_email: string | null;
-  from_name: string | null;
-  status: CampaignStatus;
   send_at: number | null;
   started_at: number | null;
   sent_at: number | null;
-  recipients: number | null;
   skipped: number;
   created_at: number;
   updated_at: number;
-}
+};
 
 export function createCampaignStore(dialect: Dialect) {
   const fromRow = (raw: Record<string, unknown>): CampaignRow => ({

@@ -77,7 +77,8 @@ export function createKnownContacts(dialect: Dialect) {
             sql: `SELECT count(*) AS n FROM contacts WHERE erased_at IS NULL AND (id, workspace_id, email_key) IN (VALUES ${tuples})`,
             bindings: used.flatMap((c) => [c.id, c.workspace_id, c.email_key]),
           };
-          // Planned once: PostgreSQL took longer to plan the check than to run it.
+          // Planned once: PostgreSQL took longer to plan the check than to run it
+          // (docs/performance.md#eighth-pass-statistics-from-the-first-thousand-rows-the-outboxs-contact-index).
           const { sql, bindings } = dialect.plannedOnce('known_contacts', dialect.failUnlessCount(count, used.length));
           await deferWrite(dialect, trx, trx.raw(sql, bindings));
         },

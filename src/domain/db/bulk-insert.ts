@@ -10,9 +10,9 @@ import type { Dialect } from './dialect/dialect.js';
  * encoded here as each database stores them.
  *
  * Where the dialect reads rows from one JSON parameter typed by the table (`Dialect.jsonRecordset`:
- * PostgreSQL), that is the form: a VALUES list of thousands of bind parameters costs PostgreSQL about twice the
- * server CPU to parse and plan, and the driver twice the work to send. SQLite keeps the multi-row insert: there
- * the B-tree work is the cost, whatever form the rows come in.
+ * PostgreSQL), that is the form: a VALUES list of thousands of bind parameters costs the server far more CPU to
+ * parse and plan, and the driver more work to send. SQLite keeps the multi-row insert: there the B-tree work is
+ * the cost, whatever form the rows come in (docs/performance.md#the-nightly-jobs-at-the-insert-ceiling).
  */
 
 /** Rows per statement on PostgreSQL: one JSON document of a few MB at most. */

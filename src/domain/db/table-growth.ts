@@ -12,14 +12,14 @@ const MIN_GROWTH_ROWS = 1_000;
 /**
  * Keeps PostgreSQL's statistics in step with bulk loads. PostgreSQL plans from its statistics of a table, which
  * autovacuum refreshes only after a tenth of the table has changed, later under load, and never where it is off.
- * A bulk load outgrows them within a minute: with the statistics of an empty `events` table, a chunk's
- * dedupe-key lookup read every event of the workspace (152 ms at 340,000 events; the import fell from 8,200 to
- * 4,800 rows/s) where the (workspace, dedupe key) index takes 1.8 ms; likewise every webhook order's lookup by
- * key read every order of the workspace (4.2 ms at 13,000 orders, 0.12 ms analysed), and with the statistics of
- * 50 contacts each webhook group's lookup of its customers by email read every contact of the workspace
- * (4.5–6.5 ms at 2,000–4,000 contacts) instead of probing the (workspace, email) key. The writers report the
- * rows they add (event batches and imports their events, the order sync, the webhook and the API their orders,
- * every path the contacts it creates, every commit its trigger facts), each looked up by key in the next
+ * A bulk load outgrows them within a minute; planned from the statistics of a nearly empty table, the writes'
+ * lookups by key (events by dedupe key, orders by key, contacts by email) read every row of the workspace
+ * instead of probing their index, so the import and the webhook slowed as the tables grew
+ * (docs/performance.md#fourth-pass-the-nightly-jobs-on-postgresql,
+ * docs/performance.md#fifth-pass-where-each-rows-cpu-goes-and-what-bounds-it,
+ * docs/performance.md#eighth-pass-statistics-from-the-first-thousand-rows-the-outboxs-contact-index). The writers
+ * report the rows they add (event batches and imports their events, the order sync, the webhook and the API their
+ * orders, every path the contacts it creates, every commit its trigger facts), each looked up by key in the next
  * write; a table grown by half since its last analysis (and by at least MIN_GROWTH_ROWS) is analysed again in
  * the background, one table at a time, so a load of N rows analyses a table about log₁.₅(N / 1,000) times,
  * and a table already large never during an ordinary load. SQLite's queries are written not to need statistics:

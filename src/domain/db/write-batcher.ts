@@ -38,7 +38,7 @@ const GROUP_ITEMS = 1000;
 /**
  * Rows a group takes where a second transaction can run beside it (its first item whatever its weight): one
  * import chunk, so the next runs on the other connection. A single writer (SQLite) takes everything queued: with
- * nothing to run beside, fewer commits are faster (a sync of 100,000 orders took 14.9–16.5 s grouped, 17.0–18.7 s in groups of one chunk).
+ * nothing to run beside, fewer commits are faster (docs/performance.md#fourth-pass-the-nightly-jobs-on-postgresql).
  */
 const GROUP_WEIGHT = 1000;
 

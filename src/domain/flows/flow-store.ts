@@ -6,46 +6,38 @@ import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { TemplateVariables } from '../templates/template-engine.js';
-import type { Enrollment, EnrollmentStatus, ExitReason, Flow, FlowStatus, FlowStep, FlowTrigger } from './flow.schema.js';
+import type { Enrollment, EnrollmentStatus, ExitReason, Flow, FlowStep, FlowTrigger } from './flow.schema.js';
 
-export interface FlowRow {
-  id: string;
+/**
+ * A flow as stored: the record's fields (`trigger`, `steps` and `filters` are JSON columns, decoded by the row
+ * mapper), but its times in epoch milliseconds, and the columns the API does not show.
+ */
+export type FlowRow = Omit<Flow, 'created_at' | 'updated_at'> & {
   workspace_id: string;
-  name: string;
-  status: FlowStatus;
   trigger_type: FlowTrigger['type'];
-  trigger: FlowTrigger;
-  steps: FlowStep[];
-  message_type: 'marketing' | 'transactional';
-  reentry: 'always' | 'once';
-  filters: Record<string, unknown> | null;
-  smart_sending_hours: number;
   live_after_fact: number | null;
   skipped: number;
   deleted_at: number | null;
   created_at: number;
   updated_at: number;
-}
+};
 
 /** What an email step's templates see of the trigger (event, order, cart), kept with the enrolment. */
 export type TriggerContext = Pick<TemplateVariables, 'event' | 'order' | 'cart'>;
 
-export interface EnrollmentRow {
-  id: string;
+/**
+ * An enrolment as stored: the record's fields, but its times in epoch milliseconds, and the columns the API does
+ * not show (`context` is a JSON column, decoded by the row mapper).
+ */
+export type EnrollmentRow = Omit<Enrollment, 'next_run_at' | 'created_at' | 'updated_at'> & {
   workspace_id: string;
-  flow_id: string;
-  contact_id: string;
   dedupe_key: string;
   trigger_fact_id: number | null;
-  trigger_event_id: string | null;
   context: TriggerContext;
-  status: EnrollmentStatus;
-  current_step: number;
   next_run_at: number | null;
-  exit_reason: ExitReason | null;
   created_at: number;
   updated_at: number;
-}
+};
 
 /** Enrolments that may still move. */
 export const IN_PROGRESS: EnrollmentStatus[] = ['active', 'waiting'];

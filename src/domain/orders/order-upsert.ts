@@ -68,8 +68,9 @@ export type OrderChangeResult =
 
 /**
  * The one way an order row is built: what every new order starts with, whatever its origin. Every field is
- * written out: built by rest and spread, each row cost about 10 µs of the main thread (a CPU profile of
- * `emk sync-orders`, which builds one per order).
+ * written out: built by rest and spread, the rows took a visible share of the main thread in a CPU profile of
+ * `emk sync-orders`, which builds one per order
+ * (docs/performance.md#eighth-pass-statistics-from-the-first-thousand-rows-the-outboxs-contact-index).
  */
 export function orderRow(fields: Pick<OrderRow, 'id' | 'workspace_id' | 'contact_id' | 'platform' | 'integration_id' | 'origin' | 'upsert_key' | 'external_id' | 'order_number' | 'total_amount' | 'currency' | 'status' | 'ordered_at' | 'refunded_amount' | 'cancelled_at'> & { at: number }): OrderRow {
   return {

@@ -92,11 +92,12 @@ const AHEAD_SHARE_OF_HEADROOM = 0.1;
  *
  * While a budget is far from its limit, a flush also reserves positions ahead (up to MOST_AHEAD, at most a
  * tenth of the headroom) and the process hands them out without a statement: under load the counters cost one
- * upsert per block instead of one per flush (they were a fifth of PostgreSQL collect's cost). Every position is
- * still counted in the database before it is used, so the processes together never admit more than the limit;
- * another process sees a count that includes positions reserved here and not yet used, so near the limit it
- * refuses a little early, never late. Reserved positions left unused are given back when the window rolls,
- * when the store closes, and at once when a block reaches past the limit.
+ * upsert per block instead of one per flush, because an upsert per flush made them the largest single cost of
+ * PostgreSQL collect (docs/performance.md#fifth-pass-where-each-rows-cpu-goes-and-what-bounds-it). Every
+ * position is still counted in the database before it is used, so the processes together never admit more than
+ * the limit; another process sees a count that includes positions reserved here and not yet used, so near the
+ * limit it refuses a little early, never late. Reserved positions left unused are given back when the window
+ * rolls, when the store closes, and at once when a block reaches past the limit.
  */
 export function createDatabaseCounterStore(knex: Knex): CounterStore {
   let pending = new Map<string, PendingIncrement>();

@@ -35,7 +35,8 @@ export function createCategoryTotals(dialect: Dialect) {
      */
     async copyTotals(trx: Db, workspaceId: string, keys: string[] | null): Promise<void> {
       for (const part of chunks(keys)) {
-        // Planned once (PostgreSQL took 0.22 ms to plan this join every group, 0.008 ms to run it).
+        // Planned once: PostgreSQL took far longer to plan this join every group than to run it
+        // (docs/performance.md#eighth-pass-statistics-from-the-first-thousand-rows-the-outboxs-contact-index).
         const { sql, bindings } = dialect.plannedOnce('category_copy', {
           sql: `UPDATE product_category_totals SET units_sold = t.units_sold, views = t.views, score = t.score
              FROM product_activity_totals t

@@ -71,8 +71,9 @@ export function triggerTypeForEvent(eventName: string): TriggerType {
  * exactly when the fact that fires it is: nothing is lost if the process dies after replying, and nothing
  * fires for a write that rolled back. Once the transaction commits, `onCommit` is told how many facts it
  * added: this process's worker is woken, and the table's statistics follow its growth (the worker claims the
- * oldest pending facts by index; with an empty table's statistics PostgreSQL read every pending fact instead,
- * 23 ms for 26,000); workers of other processes find the facts by their short poll.
+ * oldest pending facts by index; with an empty table's statistics PostgreSQL read every pending fact instead:
+ * docs/performance.md#fifth-pass-where-each-rows-cpu-goes-and-what-bounds-it); workers of other processes find
+ * the facts by their short poll.
  */
 export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: (facts: number) => void } = {}) {
   const toFact = (row: Record<string, unknown>): OutboxFact => ({

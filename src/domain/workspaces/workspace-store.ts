@@ -3,15 +3,8 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { toIso } from '../shared/time.js';
 import type { Workspace } from './workspace.schema.js';
 
-interface WorkspaceRow {
-  id: string;
-  name: string;
-  site_id: string;
-  click_window_days: number;
-  open_window_days: number;
-  contact_limit: number | null;
-  created_at: number;
-}
+/** The columns a workspace's record is read from: the record's fields, but its creation time in epoch milliseconds. */
+type WorkspaceRow = Omit<Workspace, 'created_at'> & { created_at: number };
 
 export function createWorkspaceStore(dialect: Dialect) {
   const toWorkspace = (row: WorkspaceRow): Workspace => ({
@@ -25,10 +18,7 @@ export function createWorkspaceStore(dialect: Dialect) {
   });
 
   return {
-    async insert(
-      db: Knex | Knex.Transaction,
-      row: { id: string; name: string; site_id: string; secret: string; created_at: number },
-    ) {
+    async insert(db: Knex | Knex.Transaction, row: Pick<WorkspaceRow, 'id' | 'name' | 'site_id' | 'created_at'> & { secret: string }) {
       await db('workspaces').insert(row);
     },
     async findById(db: Knex | Knex.Transaction, id: string): Promise<Workspace | null> {

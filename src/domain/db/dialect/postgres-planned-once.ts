@@ -3,11 +3,11 @@ import type { SqlFragment } from './dialect.js';
 /**
  * Statements PostgreSQL plans once per connection (issue 16). A held write travels as literal SQL in one script
  * (deferred-writes.ts), so PostgreSQL plans it every time it runs; for a statement of every group commit whose
- * planning costs more than running it (the copy of totals to category rows: 0.22 ms to plan a join of two
- * tables of four indexes each, 0.008 ms to run), planning is most of its cost. Such a statement is PREPAREd on a
- * connection the first time something sent there names it, and is sent as EXECUTE with its arguments as
- * literals; after five runs PostgreSQL keeps a generic plan and plans it no more. Each distinct text (a list of
- * another length) is a statement of its own.
+ * planning costs more than running it (the copy of totals to category rows, a join of two tables of four indexes
+ * each: docs/performance.md#eighth-pass-statistics-from-the-first-thousand-rows-the-outboxs-contact-index),
+ * planning is most of its cost. Such a statement is PREPAREd on a connection the first time something sent there
+ * names it, and is sent as EXECUTE with its arguments as literals; after five runs PostgreSQL keeps a generic plan
+ * and plans it no more. Each distinct text (a list of another length) is a statement of its own.
  */
 
 const NAMED = /\bEXECUTE (emk_\w+)/g;

@@ -133,7 +133,8 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
             (error: Error) => done(error, connection),
           );
       }
-      // JIT compilation pays off for long analytic queries, not ours: it added ~200 ms to feed counts.
+      // JIT compilation pays off for long analytic queries, not ours: it slowed feed counts
+      // (docs/performance.md#postgresql-connections-without-jit).
       const settings = ['-c jit=off'];
       if (options.lockTimeoutMs !== undefined) settings.push(`-c lock_timeout=${Math.round(options.lockTimeoutMs)}`);
       const stats = options.writeStats ?? { driverCalls: 0, statements: 0 };
