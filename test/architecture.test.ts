@@ -25,8 +25,12 @@ const internal = graph.edges.filter((e) => e.relative);
 const under = (path: string, folder: string) => path.startsWith(`${folder}/`);
 const underAny = (path: string, folders: string[]) => folders.some((folder) => under(path, folder));
 
+/** The area folders: each holds only a module.ts that builds its nouns (docs/architecture.md, the module map). */
+const AREAS = new Set(
+  graph.files.flatMap((file) => /^src\/domain\/([^/]+)\/module\.ts$/.exec(file)?.[1] ?? []),
+);
 /** The folders of src/domain/ that are not nouns. */
-const NOT_NOUNS = new Set(['db', 'shared']);
+const NOT_NOUNS = new Set(['db', 'shared', ...AREAS]);
 /** `contacts` for `src/domain/contacts/contact-service.ts`; undefined outside a noun's folder. */
 function nounOf(path: string): string | undefined {
   const folder = /^src\/domain\/([^/]+)\//.exec(path)?.[1];
@@ -175,6 +179,20 @@ describe('layout', () => {
         'a noun imports the composition',
         'Nouns are wired by create-services.ts and the module.ts files, and do not import them: take what is needed as a dependency.',
       );
+    });
+
+    it('an area folder holds only its module.ts, and a module imports no other area but the runtime', () => {
+      const areaOf = (path: string) => /^src\/domain\/([^/]+)\//.exec(path)?.[1];
+      const strays = graph.files.filter((file) => AREAS.has(areaOf(file) ?? '') && !file.endsWith('/module.ts'));
+      expect(strays, 'nouns live in their own folders, not in an area folder').toEqual([]);
+      expectNone(
+        internal.filter(
+          (e) => AREAS.has(areaOf(e.from) ?? '') && AREAS.has(areaOf(e.to) ?? '') && areaOf(e.to) !== areaOf(e.from) && e.to !== 'src/domain/runtime/module.ts',
+        ),
+        'an area module imports another area',
+        'Modules are listed in order by create-services.ts, which hands each what the areas before it made.',
+      );
+      expect(AREAS.size, 'the area modules were found').toBeGreaterThanOrEqual(8);
     });
 
     it('src/server never imports src/cli', () => {

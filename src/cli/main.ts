@@ -15,7 +15,7 @@ import { campaignsCommand } from './commands/campaigns/index.js';
 import { contactsCommand } from './commands/contacts/index.js';
 import { reportCommand } from './commands/reports/index.js';
 import { seedCommand } from './commands/seed/seed.js';
-import { EMK_VERSION } from '../domain/shared/package-version.js';
+import { EMK_VERSION } from '../domain/shared/package.js';
 
 export function buildProgram(): Command {
   const program = new Command('emk')

@@ -1,7 +1,7 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import type { EmkConfig } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
-import { EMK_VERSION } from '../domain/shared/package-version.js';
+import { EMK_VERSION } from '../domain/shared/package.js';
 import { registerApiKeyAuth } from './plugins/api-key-auth.js';
 import { registerCors } from './plugins/cors.js';
 import { DrainGate } from './plugins/drain.js';

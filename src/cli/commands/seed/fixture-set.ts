@@ -1,7 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { EmkError, UsageError } from '../../../domain/errors.js';
+import { PACKAGE_ROOT } from '../../../domain/shared/package.js';
 import { checkValue } from '../../../domain/shared/validate.js';
 import { inputFile } from '../../options.js';
 
@@ -46,12 +47,7 @@ export interface FixtureSet {
   flows: NamedBody[];
 }
 
-/** The folder holding package.json: `fixtures/demo` is found from the source and from the build alike. */
-function packageRoot(from = import.meta.dirname): string {
-  return existsSync(join(from, 'package.json')) || dirname(from) === from ? from : packageRoot(dirname(from));
-}
-
-export const DEFAULT_FIXTURES = join(packageRoot(), 'fixtures', 'demo');
+export const DEFAULT_FIXTURES = join(PACKAGE_ROOT, 'fixtures', 'demo');
 
 function readJson(path: string): unknown {
   try {

@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { describeRoute } from '../../openapi/route-schema.js';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
+import { PACKAGE_ROOT } from '../../../domain/shared/package.js';
 
 /**
  * The URL shops paste is fixed (no version in it), so caches keep the script only briefly: a fix reaches
@@ -15,9 +15,7 @@ const CACHE_CONTROL = 'public, max-age=300';
 
 /** dist/sdk/emk.js of this package, from src/ (tests) and from dist/src/ (the built server) alike. */
 export function builtScriptPath(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
-  return join(dir, 'dist', 'sdk', 'emk.js');
+  return join(PACKAGE_ROOT, 'dist', 'sdk', 'emk.js');
 }
 
 interface Script {
