@@ -7,6 +7,7 @@ const DEFAULTS = {
   open_window_days: 3,
   contact_limit: null,
   sender: { from_email: null, from_name: null },
+  own_domains: [],
 };
 
 describeEachDatabase('settings', (h) => {
@@ -47,6 +48,22 @@ describeEachDatabase('settings', (h) => {
     expect((await get(ws)).json().sender).toEqual({ from_email: null, from_name: 'Shop Team' });
   });
 
+  it('own_domains: bare lower-case hosts, repeats dropped, stored in the workspace row; null or [] clears', async () => {
+    const ws = await h().workspace();
+    const res = await patch(ws, { own_domains: ['https://Blog.Shop.example/path', 'shop-two.example', 'shop-two.example'] });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().own_domains).toEqual(['blog.shop.example', 'shop-two.example']);
+    await patch(ws, { click_window_days: 4 });
+    expect((await get(ws)).json().own_domains).toEqual(['blog.shop.example', 'shop-two.example']);
+    const row = await h().services.db.knex('workspaces').where({ id: ws.id }).first();
+    expect(h().services.dialect.readJson(row.own_domains)).toEqual(['blog.shop.example', 'shop-two.example']);
+    await patch(ws, { own_domains: null });
+    expect((await get(ws)).json().own_domains).toEqual([]);
+    await patch(ws, { own_domains: ['a.example'] });
+    await patch(ws, { own_domains: [] });
+    expect((await get(ws)).json().own_domains).toEqual([]);
+  });
+
   it('the window bounds are 0 and 365 days', async () => {
     const ws = await h().workspace();
     expect((await patch(ws, { click_window_days: 0, open_window_days: 365 })).statusCode).toBe(200);
@@ -73,6 +90,12 @@ describeEachDatabase('settings', (h) => {
       [{ sender: { from_name: 'x'.repeat(201) } }, /sender\.from_name/],
       [{ sender: { reply_to: 'a@b.c' } }, /unknown field reply_to/],
       [{ click_window: 4 }, /unknown field click_window/],
+      [{ own_domains: 'shop.example' }, /own_domains/],
+      [{ own_domains: ['not a domain'] }, /own_domains/],
+      [{ own_domains: ['com'] }, /own_domains/],
+      [{ own_domains: [''] }, /own_domains/],
+      [{ own_domains: [42] }, /own_domains/],
+      [{ own_domains: Array.from({ length: 101 }, (_, i) => `d${i}.example`) }, /own_domains/],
       [[], /body/],
       // One good field and one bad one: nothing is applied.
       [{ open_window_days: 1, click_window_days: -5 }, /click_window_days/],

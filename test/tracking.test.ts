@@ -4,22 +4,12 @@ import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
 
 describeEachDatabase('tracking and attribution', (h) => {
-  const { api, contact, campaign, work, messagesOf } = sendingHelpers(h);
+  const helpers = sendingHelpers(h);
+  const { api } = helpers;
   const path = (url: string) => new URL(url).pathname;
   const linksOf = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]!.replace(/&amp;/g, '&'));
   const pixelOf = (html: string) => /<img src="([^"]+)"/.exec(html)![1]!;
-
-  /** A captured campaign message to one new subscriber. */
-  async function sentMessage(ws: TestWorkspace, html = '<a href="https://shop.test/p/1?ref=mail#reviews">Product</a>') {
-    const email = `reader${Math.random().toString(36).slice(2)}@example.com`;
-    const contactId = await contact(ws, 'subscribed', { first_name: 'Reader' }, email);
-    const campaignId = await campaign(ws, { name: `Campaign ${email}`, html });
-    await api(ws, 'POST', `/campaigns/${campaignId}/send`);
-    await work();
-    // Earlier subscribers of the workspace get the campaign too: take this reader's message.
-    const [message] = await messagesOf(ws, `campaign_id=${campaignId}&contact_id=${contactId}`);
-    return { email, contactId, campaignId, message: message! };
-  }
+  const sentMessage = (ws: TestWorkspace, html = '<a href="https://shop.test/p/1?ref=mail#reviews">Product</a>') => helpers.sentMessage(ws, html);
 
   const hook = (ws: TestWorkspace, body: unknown) =>
     h().request({ method: 'POST', url: `/ecom/website/${ws.integrationId}`, headers: { authorization: `Bearer ${ws.integrationKey}` }, json: body });

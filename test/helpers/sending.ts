@@ -6,6 +6,10 @@ export function sendingHelpers(h: () => Harness) {
   const api = (ws: TestWorkspace, method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, json?: unknown) =>
     h().request({ method, url: `/api/v1${url}`, key: ws.apiKey, ...(json === undefined ? {} : { json }) });
 
+  const work = () => runDueJobs(workerOptionsFor(h().services, { onFailure: () => {}, pollMs: 50 }));
+  const messagesOf = async (ws: TestWorkspace, query: string) =>
+    (await api(ws, 'GET', `/messages?perPage=500&${query}`)).json().data as Array<Record<string, any>>;
+
   let contactCount = 0;
   return {
     api,
@@ -22,9 +26,18 @@ export function sendingHelpers(h: () => Harness) {
       return reply.json().id;
     },
     /** Runs every due job (and what they enqueue) in this process, as `emk worker --once` does. */
-    work: () => runDueJobs(workerOptionsFor(h().services, { onFailure: () => {}, pollMs: 50 })),
-    async messagesOf(ws: TestWorkspace, query: string) {
-      return (await api(ws, 'GET', `/messages?perPage=500&${query}`)).json().data as Array<Record<string, any>>;
+    work,
+    messagesOf,
+    /** A captured campaign message (with the links of `html`) to one new subscriber. */
+    async sentMessage(ws: TestWorkspace, html: string) {
+      const email = `reader${Math.random().toString(36).slice(2)}@example.com`;
+      const contactId = await this.contact(ws, 'subscribed', { first_name: 'Reader' }, email);
+      const campaignId = await this.campaign(ws, { name: `Campaign ${email}`, html });
+      await api(ws, 'POST', `/campaigns/${campaignId}/send`);
+      await work();
+      // Earlier subscribers of the workspace get the campaign too: take this reader's message.
+      const [message] = await messagesOf(ws, `campaign_id=${campaignId}&contact_id=${contactId}`);
+      return { email, contactId, campaignId, message: message! };
     },
   };
 }

@@ -52,6 +52,8 @@ export function createIntegrationService(deps: {
   const store = createIntegrationStore(deps.dialect);
   // Integration id → its row, for the webhook's hot path. Changes made here drop the entry at once.
   const cache = new TtlCache<string, IntegrationRow>(CACHE_TTL_MS, deps.clock);
+  // Workspace id → the domains of its active website integrations, for clicks (which links get `_ir_id`).
+  const domainCache = new TtlCache<string, string[]>(CACHE_TTL_MS, deps.clock);
 
   async function findOwned(db: Knex | Knex.Transaction, workspaceId: string, id: string, lock = false) {
     const row = id.length <= MAX_ID_LENGTH ? await store.findInWorkspace(db, workspaceId, id, lock) : null;
@@ -77,6 +79,7 @@ export function createIntegrationService(deps: {
         created_at: Date.now(),
       };
       await store.insert(db, row);
+      domainCache.delete(workspaceId);
       return { ...store.toIntegration(row), api_key: apiKey };
     },
 
@@ -107,7 +110,17 @@ export function createIntegrationService(deps: {
         return { ...current, ...changes };
       });
       cache.delete(id);
+      domainCache.delete(workspaceId);
       return store.toIntegration(row);
+    },
+
+    /** The domains of the workspace's active website integrations (a few seconds old at most in other processes). */
+    async websiteDomains(workspaceId: string): Promise<string[]> {
+      const hit = domainCache.get(workspaceId);
+      if (hit) return hit;
+      const domains = await store.activeWebsiteDomains(knex, workspaceId);
+      domainCache.set(workspaceId, domains);
+      return domains;
     },
 
     /** A new webhook key; the old one stops working at once (in other processes within the cache's TTL). */

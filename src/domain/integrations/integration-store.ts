@@ -47,6 +47,12 @@ export function createIntegrationStore(dialect: Dialect) {
       return row ? fromRow(row) : null;
     },
 
+    /** The domains of the workspace's active website integrations. */
+    async activeWebsiteDomains(db: Db, workspaceId: string): Promise<string[]> {
+      const rows = await db('integrations').where({ workspace_id: workspaceId, platform: 'website', active: true }).select('domain');
+      return rows.map((row: { domain: string }) => row.domain);
+    },
+
     list: (db: Db, workspaceId: string, paging: Paging) =>
       selectPage(
         db('integrations').where({ workspace_id: workspaceId }),

@@ -219,7 +219,7 @@ export function createMessageService(deps: {
       return result;
     },
 
-    /** A campaign's message rendered for one contact, links signed, with nothing sent or stored. */
+    /** A campaign's message rendered for one contact, links as written, with nothing sent or stored. */
     async preview(workspaceId: string, contact: ContactRow, content: MessageContent) {
       const message: PendingMessage = {
         id: uuidv7(),
@@ -234,7 +234,8 @@ export function createMessageService(deps: {
         contact: { email: contact.email, properties: contact.properties, subscription_status: contact.subscription_status },
       };
       const workspace = await workspaces.get(workspaceId);
-      const r = await render(message, content, await tracking.signerFor(workspaceId), { workspace: { name: workspace.name } });
+      // Links as written: a preview's message is never stored, so its links must not redirect (no open redirect).
+      const r = await render(message, content, await tracking.signerFor(workspaceId, { preview: true }), { workspace: { name: workspace.name } });
       return { to: contact.email, subject: r.subject, html: r.html, text: r.text ?? textFromHtml(r.html) };
     },
 

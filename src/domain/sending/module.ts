@@ -7,6 +7,7 @@ import { createTransport } from '../delivery/transport.js';
 import type { EventService } from '../events/event-service.js';
 import type { FeedService } from '../feeds/feed-service.js';
 import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
+import type { IntegrationService } from '../integrations/integration-service.js';
 import { createMessageLookup } from '../messages/message-lookup.js';
 import { createMessageService } from '../messages/message-service.js';
 import type { OrderLookup } from '../orders/order-lookup.js';
@@ -49,6 +50,7 @@ export function createSendingModule(
     clock: Clock | undefined;
     workspaces: WorkspaceService;
     settings: SettingsService;
+    integrations: IntegrationService;
     contactLookup: ContactLookup;
     contacts: ContactService;
     suppressions: SuppressionService;
@@ -69,6 +71,8 @@ export function createSendingModule(
     identityTokens,
     attribution,
     events: deps.events,
+    settings,
+    integrations: deps.integrations,
     clock: deps.clock,
   });
   const messages = createMessageService({

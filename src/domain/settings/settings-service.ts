@@ -12,7 +12,7 @@ import { createSettingsStore } from './settings-store.js';
 const CACHE_TTL_MS = 5_000;
 
 /**
- * Workspace settings (docs/api/settings-and-integrations.md): attribution windows, contact limit, sender. `get` always reads the
+ * Workspace settings (docs/api/settings-and-integrations.md): attribution windows, contact limit, sender, own domains. `get` always reads the
  * database; `cached` serves the write paths that consult settings on every commit (attribution windows, the
  * contact limit). `onChange` lets caches of workspace rows forget.
  */
@@ -64,6 +64,7 @@ export function createSettingsService(deps: {
                 },
               }
             : {}),
+          ...(input.own_domains !== undefined ? { own_domains: input.own_domains ?? [] } : {}),
         };
         await store.update(trx, workspaceId, changes);
         return { ...current, ...changes };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { domainSchema } from '../integrations/integration.schema.js';
 import { emailSchema, looseText } from '../shared/validate.js';
 
 /** Longest attribution window a workspace may set, in days. */
@@ -8,6 +9,18 @@ const MAX_CONTACT_LIMIT = 2_147_483_647;
 
 const unknownFields = (issue: z.core.$ZodRawIssue) =>
   issue.code === 'unrecognized_keys' ? `unknown field ${(issue.keys as string[]).join(', ')}` : undefined;
+
+/** How many domains `own_domains` may list. */
+export const MAX_OWN_DOMAINS = 100;
+
+/**
+ * `own_domains`: the shop's other domains, whose links get `_ir_id` (docs/email.md, Tracking). Each is kept as
+ * a bare lower-case host, as an integration's domain is; it needs a dot, so no one lists a whole top-level domain.
+ */
+const ownDomainsSchema = z
+  .array(domainSchema.refine((domain) => domain.replace(/:\d+$/, '').includes('.'), 'must be a domain such as shop.example.com'))
+  .max(MAX_OWN_DOMAINS, `must list at most ${MAX_OWN_DOMAINS} domains`)
+  .transform((domains) => [...new Set(domains)]);
 
 const windowDays = z
   .number()
@@ -33,6 +46,7 @@ export const updateSettingsSchema = z.strictObject(
         { error: unknownFields },
       )
       .optional(),
+    own_domains: ownDomainsSchema.nullable().optional(),
   },
   { error: unknownFields },
 );
@@ -49,12 +63,16 @@ export const storedSenderSchema = z
   .partial()
   .catch({});
 
-/** A workspace's settings: attribution windows, the contact limit (null = unlimited) and the sender. */
+/** How `own_domains` is stored (a JSON column): re-checked on the way out. */
+export const storedOwnDomainsSchema = z.array(z.string()).catch([]);
+
+/** A workspace's settings: attribution windows, the contact limit (null = unlimited), the sender, its own domains. */
 export interface Settings {
   click_window_days: number;
   open_window_days: number;
   contact_limit: number | null;
   sender: Sender;
+  own_domains: string[];
 }
 
 /** The settings record, as a schema: what the API documents for replies. */
@@ -63,4 +81,5 @@ export const settingsRecordSchema = z.object({
   open_window_days: z.number().int(),
   contact_limit: z.number().int().nullable(),
   sender: z.object({ from_email: z.string().nullable(), from_name: z.string().nullable() }),
+  own_domains: z.array(z.string()).describe('Domains whose links get `_ir_id`, besides those of the website integrations'),
 }) satisfies z.ZodType<Settings>;

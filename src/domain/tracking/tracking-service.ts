@@ -3,9 +3,12 @@ import type { AttributionService } from '../attribution/attribution-service.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import type { EventService } from '../events/event-service.js';
 import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
+import type { IntegrationService } from '../integrations/integration-service.js';
 import type { MessageLookup, TrackedMessage } from '../messages/message-lookup.js';
+import type { SettingsService } from '../settings/settings-service.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { rewriteLinks, withIdentityToken, withOpenPixel } from './link-rewriter.js';
+import { isOnOwnDomain } from './own-domains.js';
 import {
   MAX_TRACKED_URL_BYTES,
   signTrackingToken,
@@ -40,6 +43,9 @@ export function createTrackingService(deps: {
   identityTokens: IdentityTokenService;
   attribution: AttributionService;
   events: EventService;
+  /** The workspace's own domains: `settings.own_domains` and its website integrations' domains. */
+  settings: Pick<SettingsService, 'cached'>;
+  integrations: Pick<IntegrationService, 'websiteDomains'>;
   clock?: Clock;
 }) {
   const { knex, writer, baseUrl, messages, identityTokens, attribution, events } = deps;
@@ -91,16 +97,30 @@ export function createTrackingService(deps: {
     return claims !== null && claims.workspaceId === workspaceId ? claims : null;
   }
 
-  /** Records the engagement when its message still exists (an erased contact's messages are gone). */
-  async function engage(messageId: string, kind: 'open' | 'click', url: string | null): Promise<TrackedMessage | null> {
-    const message = await messages.findForTracking(knex, messageId);
+  /**
+   * Records the engagement when its message exists in the token's workspace; null when it does not (a preview's
+   * message never did; an erased contact's messages are gone).
+   */
+  async function engage(workspaceId: string, messageId: string, kind: 'open' | 'click', url: string | null): Promise<TrackedMessage | null> {
+    const found = await messages.findForTracking(knex, messageId);
+    const message = found !== null && found.workspace_id === workspaceId ? found : null;
     if (message) await writer.submit(recordEngagements, { message, kind, url, at: clock() });
     return message;
   }
 
+  /** Whether a link goes to one of the workspace's own domains (only those get `_ir_id`). */
+  async function isOwnLink(workspaceId: string, url: string): Promise<boolean> {
+    const [settings, websites] = await Promise.all([deps.settings.cached(workspaceId), deps.integrations.websiteDomains(workspaceId)]);
+    return isOnOwnDomain(url, [...websites, ...settings.own_domains]);
+  }
+
   return {
-    /** Signs links, pixel and consent URLs for the messages of one workspace (one secret lookup). */
-    async signerFor(workspaceId: string) {
+    /**
+     * Signs links, pixel and consent URLs for the messages of one workspace (one secret lookup). A preview's
+     * signer leaves links as written and adds no pixel: its message is never stored, so no link of it may
+     * become a redirect (docs/email.md, Tracking).
+     */
+    async signerFor(workspaceId: string, options: { preview?: boolean } = {}) {
       const secret = await identityTokens.secretOf(workspaceId);
       if (secret === null) throw new Error(`workspace ${workspaceId} has no secret`);
       const sign = (kind: TrackingKind, subjectId: string, url: string | null = null) =>
@@ -112,6 +132,7 @@ export function createTrackingService(deps: {
         },
         /** Every http(s) link through /t/c/ except the message's own consent links; the pixel at the end. */
         decorate(messageId: string, html: string): string {
+          if (options.preview) return html;
           const tracked = rewriteLinks(html, (url) =>
             url.startsWith(`${baseUrl}/cp/`) || Buffer.byteLength(url) > MAX_TRACKED_URL_BYTES
               ? null
@@ -122,12 +143,16 @@ export function createTrackingService(deps: {
       };
     },
 
-    /** GET /t/c/{token}: the URL to redirect to (with `_ir_id`), or null for a token that is not ours. */
+    /**
+     * GET /t/c/{token}: the URL to redirect to, or null (no redirect) for a token that is not ours or whose
+     * message does not exist. `_ir_id` is added only on the workspace's own domains.
+     */
     async click(token: string): Promise<string | null> {
       const claims = await verify(token, 'click');
       if (claims === null || claims.url === null) return null;
-      const message = await engage(claims.subjectId, 'click', claims.url);
-      if (!message) return claims.url;
+      const message = await engage(claims.workspaceId, claims.subjectId, 'click', claims.url);
+      if (!message) return null;
+      if (!(await isOwnLink(message.workspace_id, claims.url))) return claims.url;
       const identity = await identityTokens.mint(message.workspace_id, {
         contactId: message.contact_id,
         messageId: message.id,
@@ -141,7 +166,7 @@ export function createTrackingService(deps: {
     async open(token: string): Promise<boolean> {
       const claims = await verify(token, 'open');
       if (claims === null) return false;
-      await engage(claims.subjectId, 'open', null);
+      await engage(claims.workspaceId, claims.subjectId, 'open', null);
       return true;
     },
 

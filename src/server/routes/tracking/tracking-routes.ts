@@ -9,7 +9,10 @@ const tokenParams = z.object({ token: z.string().describe('A signed token from a
 /** The smallest transparent GIF: 1×1, one colour. */
 const PIXEL = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
 
-/** The links and the pixel of sent messages. A token that is not ours is a 404 and never redirects. */
+/**
+ * The links and the pixel of sent messages. A token that is not ours, or whose message does not exist (a
+ * preview's, an erased contact's), is a 404 and never redirects.
+ */
 export function trackingRoutes(services: Services) {
   return async (app: FastifyInstance) => {
     app.get<{ Params: { token: string } }>(
@@ -17,7 +20,7 @@ export function trackingRoutes(services: Services) {
       {
         schema: describeRoute({
           ...tracking,
-          summary: 'A click: records it, then 302 to the original URL with `_ir_id` added',
+          summary: 'A click on a sent message: records it, then 302 to the original URL (with `_ir_id` on the workspace\'s own domains)',
           params: tokenParams,
           replies: { 302: z.null().describe('Redirect to the original link') },
           errors: [404],
