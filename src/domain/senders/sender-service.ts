@@ -94,7 +94,7 @@ export function createSenderService(deps: {
       return toSender(row);
     },
 
-    /** GET /api/v1/senders: the domains an owner added, oldest first (a workspace has a handful: one page). */
+    /** GET /api/v1/senders: the domains an owner added, in alphabetical order (a workspace has a handful: one page). */
     async list(workspaceId: string): Promise<Page<Sender>> {
       const rows = await store.list(knex, workspaceId);
       return toPage(rows.map(toSender), rows.length, { page: 1, perPage: Math.max(rows.length, 1) });

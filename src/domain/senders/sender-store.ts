@@ -20,7 +20,7 @@ export function createSenderStore() {
     },
 
     async list(db: Db, workspaceId: string): Promise<SenderRow[]> {
-      return db<SenderRow>('senders').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id');
+      return db<SenderRow>('senders').where({ workspace_id: workspaceId }).orderBy('domain');
     },
 
     async findByDomain(db: Db, workspaceId: string, domain: string): Promise<SenderRow | null> {
