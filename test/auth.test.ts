@@ -3,7 +3,7 @@ import { expect, it } from 'vitest';
 import { createServices } from '../src/domain/create-services.js';
 import { openDatabase } from '../src/domain/db/database.js';
 import { hashPassword, verifyPassword } from '../src/domain/users/passwords.js';
-import { describeEachDatabase, type Harness } from './helpers/harness.js';
+import { describeEachDatabase, OPEN_REGISTRATION, type Harness } from './helpers/harness.js';
 
 let userCounter = 0;
 /** An address no other test uses. */
@@ -234,7 +234,7 @@ describeEachDatabase('accounts: register, login, refresh', (h) => {
       await other.close();
     }
   });
-});
+}, OPEN_REGISTRATION);
 
 describeEachDatabase(
   'accounts: 10 requests a minute per address',
@@ -261,5 +261,5 @@ describeEachDatabase(
       expect((await post(h(), 'refresh', { refresh_token: 'emkr_later' }, '10.9.0.1')).statusCode).toBe(401);
     });
   },
-  { EMK_LIMIT_AUTH_PER_IP: '10' },
+  { ...OPEN_REGISTRATION, EMK_LIMIT_AUTH_PER_IP: '10' },
 );

@@ -273,7 +273,7 @@ describeEachDatabase('storable values over HTTP', (h) => {
       { method: 'POST', url: '/api/v1/ecommerce/sync-historical-orders', key: true, body: { orders: [{ email: 'f@example.com', ...order }] } },
       { method: 'POST', url: '/api/v1/ecommerce/products', key: true, body: product },
       { method: 'POST', url: '/api/v1/product-feeds', key: true, body: { name: 'f', max_items: 5, price_min: 1, stock_min: 1, categories: ['c'], metadata: [{ key: 'm', operator: 'equals', value: 'v' }], variant_options: { size: ['M'] } } },
-      { method: 'PATCH', url: '/api/v1/settings', key: true, body: { click_window_days: 5, contact_limit: 100, sender: { from_email: 's@example.com', from_name: 'S' } } },
+      { method: 'PATCH', url: '/api/v1/settings', key: true, body: { click_window_days: 5, contact_limit: 100, sender: { from_email: 's@shop.test', from_name: 'S' } } },
       hook({ event_type: 'order_placed', external_id: 'h1', email: 'f@example.com', identity_token: 't', order }),
       hook({ event_type: 'refunded_order', external_id: 'h2', email: 'f@example.com', order: { external_id: 'o1', refund_amount: 1, refunded_amount: 1 } }),
       hook({ event_type: 'added_to_cart', external_id: 'h3', email: 'f@example.com', cart: { external_id: 'c1', total_amount: 5, currency: 'EUR', checkout_url: 'u', items: [item] } }),

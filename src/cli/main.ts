@@ -15,6 +15,8 @@ import { campaignsCommand } from './commands/campaigns/index.js';
 import { contactsCommand } from './commands/contacts/index.js';
 import { reportCommand } from './commands/reports/index.js';
 import { seedCommand } from './commands/seed/seed.js';
+import { sendersCommand } from './commands/senders/index.js';
+import { usersCommand } from './commands/users/index.js';
 import { EMK_VERSION } from '../domain/shared/package.js';
 
 export function buildProgram(): Command {
@@ -33,6 +35,8 @@ export function buildProgram(): Command {
     feedsCommand(),
     workspacesCommand(),
     apiKeysCommand(),
+    usersCommand(),
+    sendersCommand(),
     workerCommand(),
     campaignsCommand(),
     reportCommand(),

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { checkValue, emailSchema } from '../domain/shared/validate.js';
+import { USER_ROLES } from '../domain/users/user.schema.js';
 import { formatOf } from './input/record-reader.js';
 
 /** A flag's value through a zod schema; a bad one is a usage error (exit 2) naming the flag. */
@@ -22,6 +23,9 @@ export const portFlag = (value: string) => flag('--port', wholeNumber(0, 65_535)
 
 /** `--email`: an email address (a contact is found by it case-insensitively). */
 export const emailFlag = (value: string) => flag('--email', emailSchema, value);
+
+/** `--role` of `emk users add`: owner or member. */
+export const roleFlag = (value: string) => flag('--role', z.enum(USER_ROLES, { error: `must be ${USER_ROLES.join(' or ')}` }), value);
 
 /** `--file` of an import: a .csv or .jsonl file that exists. */
 export function inputFile(path: string): string {

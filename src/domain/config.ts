@@ -16,6 +16,8 @@ const envSchema = z.object({
     .enum(['true', 'false', '1', '0'])
     .default('false')
     .transform((v) => v === 'true' || v === '1'),
+  // Who may POST /api/v1/auth/register: anyone (`open`), or nobody (`closed`: owners add users instead).
+  EMK_REGISTRATION: z.enum(['open', 'closed']).default('closed'),
   EMK_LIMIT_WEBHOOK_PER_INTEGRATION: limit(300),
   EMK_LIMIT_WEBHOOK_PER_IP: limit(1200),
   EMK_LIMIT_COLLECT_PER_IP: limit(1000),
@@ -50,6 +52,8 @@ export interface EmkConfig {
   host: string;
   baseUrl: string;
   trustProxy: boolean;
+  /** `closed` (the default): `POST /api/v1/auth/register` answers 403; workspace owners add users. */
+  registration: 'open' | 'closed';
   limits: RateLimitConfig;
   smtpUrl: string | undefined;
   smtpRatePerSecond: number;
@@ -75,6 +79,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     host: overrides.host ?? e.HOST,
     baseUrl: (e.EMK_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),
     trustProxy: e.EMK_TRUST_PROXY,
+    registration: e.EMK_REGISTRATION,
     limits: {
       webhookPerIntegration: e.EMK_LIMIT_WEBHOOK_PER_INTEGRATION,
       webhookPerIp: e.EMK_LIMIT_WEBHOOK_PER_IP,

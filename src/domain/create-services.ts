@@ -34,7 +34,7 @@ export function createServices(db: Database, options: ServiceOptions = {}) {
   const commerce = createCommerceModule(runtime, { ...accounts, ...catalog, ...ingest });
   const platforms = createPlatformsModule(runtime, { ...accounts, ...catalog, ...ingest, ...commerce });
   const sending = createSendingModule(runtime, { ...accounts, ...catalog, ...ingest, ...commerce, email: options.email ?? DEFAULT_EMAIL, clock });
-  const automation = createAutomationModule(runtime, { ...ingest, ...commerce, ...sending, clock, onFactSetAside: options.onFactSetAside });
+  const automation = createAutomationModule(runtime, { ...ingest, ...commerce, ...sending, senders: accounts.senders, clock, onFactSetAside: options.onFactSetAside });
   const operations = createOperationsModule(runtime, { ...catalog, ...ingest, ...commerce, ...sending, ...automation, clock });
 
   let closing: Promise<void> | null = null;

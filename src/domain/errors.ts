@@ -41,6 +41,13 @@ export class UnauthorizedError extends EmkError {
   }
 }
 
+/** The credential is good, but its holder may not do this (a member on an owner-only route, closed registration). */
+export class ForbiddenError extends EmkError {
+  constructor(message = 'forbidden') {
+    super(message, 'forbidden', 403);
+  }
+}
+
 /** A unique constraint said no: the thing already exists. */
 export class ConflictError extends EmkError {
   constructor(message = 'conflict') {

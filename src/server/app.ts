@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
 import type { EmkConfig } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
 import { EMK_VERSION } from '../domain/shared/package.js';
-import { registerApiKeyAuth } from './plugins/api-key-auth.js';
+import { registerApiKeyAuth, requireOwner } from './plugins/api-key-auth.js';
 import { registerCors } from './plugins/cors.js';
 import { DrainGate } from './plugins/drain.js';
 import { answerRoutingError, registerErrorHandling } from './plugins/errors.js';
@@ -33,6 +33,8 @@ import { reportRoutes } from './routes/reports/report-routes.js';
 import { trackingRoutes } from './routes/tracking/tracking-routes.js';
 import { consentRoutes } from './routes/consent/consent-routes.js';
 import { segmentIngestRoutes } from './routes/segment-ingest/segment-ingest-routes.js';
+import { senderRoutes } from './routes/senders/sender-routes.js';
+import { userRoutes } from './routes/users/user-routes.js';
 
 /** Bodies above 5 MiB are refused with 413 (docs/api/errors.md). */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -81,7 +83,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes(services));
   await app.register(trackingRoutes(services));
   await app.register(consentRoutes(services));
-  await app.register(authRoutes(services), { prefix: '/api/v1/auth' });
+  await app.register(authRoutes(services, config), { prefix: '/api/v1/auth' });
   await app.register(
     async (api) => {
       registerApiKeyAuth(api, services.apiKeys, services.users);
@@ -91,9 +93,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       await api.register(productRoutes(services));
       await api.register(feedRoutes(services));
       await api.register(contactRoutes(services));
-      await api.register(apiKeyRoutes(services));
-      await api.register(integrationRoutes(services));
-      await api.register(settingsRoutes(services));
+      // Owners (and API keys) only: a member gets 403 `forbidden`.
+      await api.register(async (owners) => {
+        requireOwner(owners);
+        await owners.register(apiKeyRoutes(services));
+        await owners.register(integrationRoutes(services));
+        await owners.register(settingsRoutes(services));
+        await owners.register(userRoutes(services));
+        await owners.register(senderRoutes(services));
+      });
       await api.register(campaignRoutes(services));
       await api.register(flowRoutes(services));
       await api.register(segmentRoutes(services));

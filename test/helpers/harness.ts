@@ -17,6 +17,9 @@ export const NO_LIMITS: Record<string, string> = {
   EMK_LIMIT_CP_PER_IP: '0',
 };
 
+/** Registration open (`EMK_REGISTRATION=open`): for tests that register users through `POST /api/v1/auth/register`. */
+export const OPEN_REGISTRATION: Record<string, string> = { EMK_REGISTRATION: 'open' };
+
 /**
  * The clock of the harness's services (caches, rate-limit windows, engagement times), moved by hand: it starts
  * frozen 30 s into the previous minute (a window never turns in the middle of a test, and it never runs ahead of

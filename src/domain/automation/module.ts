@@ -9,6 +9,7 @@ import type { MessageService } from '../messages/message-service.js';
 import type { OrderLookup } from '../orders/order-lookup.js';
 import type { Runtime } from '../runtime/module.js';
 import { createSegmentService } from '../segments/segment-service.js';
+import type { SenderService } from '../senders/sender-service.js';
 import type { Clock } from '../shared/time.js';
 import type { Templates } from '../templates/template-engine.js';
 import { createOutboxPruner } from '../triggers/outbox-pruner.js';
@@ -30,14 +31,16 @@ export function createAutomationModule(
     carts: CartService;
     messages: MessageService;
     templates: Templates;
+    /** Where a campaign's or flow step's `from_email` may be. */
+    senders: SenderService;
   },
 ) {
-  const { contactLookup, messages, templates } = deps;
+  const { contactLookup, messages, templates, senders } = deps;
   const segments = createSegmentService({ ...runtime, clock: deps.clock });
-  const campaigns = createCampaignService({ ...runtime, messages, templates, contactLookup, segmentExists: segments.exists });
+  const campaigns = createCampaignService({ ...runtime, messages, templates, senders, contactLookup, segmentExists: segments.exists });
   const contexts = createTriggerContexts({ eventRecords: deps.eventRecords, orders: deps.orderLookup, carts: deps.carts });
   const flowEngine = createFlowEngine({ ...runtime, contexts, contactLookup, messages, segments });
-  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, segments, messages });
+  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages });
   const dispatcher = createTriggerDispatcher({
     ...runtime,
     consumers: [segments.consumeFacts, flowEngine.consumeFacts],

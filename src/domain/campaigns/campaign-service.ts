@@ -6,6 +6,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Job, JobHandlers, JobQueue } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
 import { campaignAudience } from '../segments/audience.js';
+import type { SenderService } from '../senders/sender-service.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
@@ -37,6 +38,7 @@ export function createCampaignService(deps: {
   dialect: Dialect;
   messages: MessageService;
   templates: Templates;
+  senders: Pick<SenderService, 'checkFromEmail'>;
   jobs: JobQueue;
   contactLookup: ContactLookup;
   segmentExists: (db: Db, workspaceId: string, segmentId: string) => Promise<boolean>;
@@ -121,6 +123,7 @@ export function createCampaignService(deps: {
     async create(workspaceId: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignCreateSchema, body);
       checkTemplates(input);
+      await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       const now = clock();
       const row: CampaignRow = {
         id: uuidv7(now),
@@ -158,6 +161,7 @@ export function createCampaignService(deps: {
     async update(workspaceId: string, id: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignUpdateSchema, body);
       checkTemplates(input);
+      await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       return writeTransaction(async (trx) => {
         await loadDraft(trx, workspaceId, id);
         await checkSegment(trx, workspaceId, input.segment_id);

@@ -23,6 +23,7 @@ import {
 import { createFlowStore, type FlowRow } from './flow-store.js';
 import { parseConditions } from '../segments/segment.schema.js';
 import type { SegmentService } from '../segments/segment-service.js';
+import type { SenderService } from '../senders/sender-service.js';
 
 
 /**
@@ -35,6 +36,8 @@ export function createFlowService(deps: {
   dialect: Dialect;
   engine: FlowEngine;
   templates: Templates;
+  /** Where an email step's `from_email` may be. */
+  senders: Pick<SenderService, 'checkFromEmail'>;
   /** Whether a `segment_entered` trigger names one of the workspace's segments. */
   segments: Pick<SegmentService, 'exists'>;
   outbox: TriggerOutbox;
@@ -51,12 +54,13 @@ export function createFlowService(deps: {
     workspaceId: string,
     input: { steps?: FlowStep[] | undefined; trigger?: FlowTrigger | undefined; filters?: Record<string, unknown> | null | undefined },
   ) {
-    input.steps?.forEach((step, i) => {
-      if (step.type !== 'email') return;
+    for (const [i, step] of (input.steps ?? []).entries()) {
+      if (step.type !== 'email') continue;
       templates.check(step.subject, `steps[${i}].subject`);
       templates.check(step.html, `steps[${i}].html`);
       if (typeof step.text === 'string') templates.check(step.text, `steps[${i}].text`);
-    });
+      await deps.senders.checkFromEmail(workspaceId, step.from_email, `steps[${i}].from_email`);
+    }
     if (input.filters) parseConditions(input.filters, 'filters');
     if (input.trigger?.type === 'segment_entered' && !(await segments.exists(db, workspaceId, input.trigger.segment_id))) {
       throw new ValidationError('invalid request: trigger.segment_id names no segment');

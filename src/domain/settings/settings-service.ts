@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
 import { NotFoundError } from '../errors.js';
+import type { SenderService } from '../senders/sender-service.js';
 import type { Clock } from '../shared/time.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
@@ -20,6 +21,8 @@ export function createSettingsService(deps: {
   knex: Knex;
   writer: WriteBatcher;
   dialect: Dialect;
+  /** `sender.from_email` must be at one of the workspace's sender domains. */
+  senders: Pick<SenderService, 'checkFromEmail'>;
   onChange?: (workspaceId: string) => void;
   clock?: Clock;
 }) {
@@ -49,6 +52,7 @@ export function createSettingsService(deps: {
     /** PATCH: changes only the fields sent; a refused request changes nothing. */
     async update(workspaceId: string, body: unknown): Promise<Settings> {
       const input = parseInput(updateSettingsSchema, body);
+      await deps.senders.checkFromEmail(workspaceId, input.sender?.from_email, 'sender.from_email');
       const next = await writer.run(async (trx) => {
         const current = await store.find(trx, workspaceId, true);
         if (!current) throw new NotFoundError('workspace not found');

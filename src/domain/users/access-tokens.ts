@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Database } from '../db/database.js';
+import type { Dialect } from '../db/dialect/dialect.js';
 import { UnauthorizedError } from '../errors.js';
 import { uuidv7 } from '../shared/ids.js';
 import { systemClock, type Clock } from '../shared/time.js';
@@ -19,11 +20,12 @@ const SECRET_NAME = 'access_tokens';
 export function createAccessTokens(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
+  dialect: Dialect;
   ttlSeconds: number;
   clock?: Clock;
 }) {
   const { knex, writeTransaction, ttlSeconds } = deps;
-  const store = createUserStore();
+  const store = createUserStore(deps.dialect);
   const now = deps.clock ?? systemClock;
   let signingKey: Promise<Uint8Array> | null = null;
 
@@ -60,8 +62,8 @@ export function createAccessTokens(deps: {
         .sign(await key());
     },
 
-    /** The workspace the token names; 401 `invalid access token` when it is expired, tampered or no token of ours. */
-    async verify(token: string): Promise<string> {
+    /** The user and workspace the token names; 401 `invalid access token` when it is expired, tampered or no token of ours. */
+    async verify(token: string): Promise<{ userId: string; workspaceId: string }> {
       const secret = await key();
       try {
         const { payload } = await jwtVerify(token, secret, {
@@ -71,7 +73,7 @@ export function createAccessTokens(deps: {
           requiredClaims: ['sub', 'exp'],
           currentDate: new Date(now()),
         });
-        if (typeof payload.wid === 'string') return payload.wid;
+        if (typeof payload.wid === 'string' && typeof payload.sub === 'string') return { userId: payload.sub, workspaceId: payload.wid };
       } catch (error) {
         if (!(error instanceof errors.JOSEError)) throw error;
       }

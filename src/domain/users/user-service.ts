@@ -1,35 +1,59 @@
 import type { Knex } from 'knex';
 import { emailKey } from '../shared/keys.js';
 import type { Database } from '../db/database.js';
-import { ConflictError, UnauthorizedError } from '../errors.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { ConflictError, NotFoundError, UnauthorizedError } from '../errors.js';
 import { hashSecret, randomToken, uuidv7 } from '../shared/ids.js';
-import { systemClock, type Clock } from '../shared/time.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
+import { systemClock, toIso, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { createAccessTokens } from './access-tokens.js';
 import { hashPassword, verifyPassword } from './passwords.js';
-import { loginSchema, refreshSchema, registerSchema, type Registration, type Session } from './user.schema.js';
+import {
+  addUserSchema,
+  loginSchema,
+  refreshSchema,
+  registerSchema,
+  setPasswordSchema,
+  type AddedUser,
+  type Registration,
+  type Session,
+  type UserRole,
+  type WorkspaceUser,
+} from './user.schema.js';
 import { createUserStore, type UserRow } from './user-store.js';
 
 const REFRESH_TOKEN_PREFIX = 'emkr_';
 const REFRESH_TOKEN_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 /** Access tokens live 15 minutes (docs/api/auth.md). */
 const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
+const PASSWORD_TOKEN_PREFIX = 'emkp_';
+/** A set-password token works once, within 72 hours of the user being added (docs/api/auth.md). */
+export const PASSWORD_TOKEN_TTL_MS = 72 * 60 * 60 * 1000;
+
+/** Who a management request acts as: an API key acts as an owner of its workspace. */
+export interface Principal {
+  workspaceId: string;
+  role: UserRole;
+}
 
 /**
- * Accounts (docs/api/auth.md): register (a user and the workspace it owns), login, refresh. Refresh tokens are
+ * Accounts (docs/api/auth.md): register (a user and the workspace it owns), login, refresh; owners add users
+ * (owners or members) who set their password with a one-time token. Refresh tokens are
  * single use: each refresh answers the next token of the same family; a used token presented again revokes
  * the whole family (OAuth 2.0 Security BCP), so a stolen token dies with the legitimate one.
  */
 export function createUserService(deps: {
   knex: Knex;
   writeTransaction: Database['writeTransaction'];
+  dialect: Dialect;
   workspaces: WorkspaceService;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, workspaces } = deps;
-  const accessTokens = createAccessTokens({ knex, writeTransaction, ttlSeconds: ACCESS_TOKEN_TTL_SECONDS, clock: deps.clock });
-  const store = createUserStore();
+  const { knex, writeTransaction, workspaces, dialect } = deps;
+  const accessTokens = createAccessTokens({ knex, writeTransaction, dialect, ttlSeconds: ACCESS_TOKEN_TTL_SECONDS, clock: deps.clock });
+  const store = createUserStore(dialect);
   const now = deps.clock ?? systemClock;
   // An unknown email is checked against this hash, so it costs the time a wrong password does.
   let dummyHash: Promise<string> | null = null;
@@ -60,6 +84,15 @@ export function createUserService(deps: {
     };
   }
 
+  async function principal(accessToken: string): Promise<Principal> {
+    const { userId, workspaceId } = await accessTokens.verify(accessToken);
+    const user = await store.findUserById(knex, userId);
+    if (!user || user.workspace_id !== workspaceId) throw new UnauthorizedError('invalid access token');
+    return { workspaceId, role: user.role };
+  }
+
+  const toWorkspaceUser = (row: UserRow): WorkspaceUser => ({ id: row.id, email: row.email, role: row.role, created_at: toIso(row.created_at)! });
+
   /** Uses the refresh token once: the user and the family's next token, or null when it must be refused. */
   async function rotate(trx: Knex.Transaction, token: string): Promise<{ user: UserRow; next: string } | null> {
     const row = await store.findRefreshToken(trx, hashSecret(token));
@@ -88,6 +121,7 @@ export function createUserService(deps: {
           email,
           email_key: emailKey(email),
           password_hash: passwordHash,
+          role: 'owner',
           created_at: now(),
         };
         await store.insertUser(trx, user);
@@ -100,9 +134,10 @@ export function createUserService(deps: {
     async login(input: unknown): Promise<Session> {
       const { email, password } = parseInput(loginSchema, input);
       const user = await store.findUserByEmailKey(knex, emailKey(email));
-      const hash = user?.password_hash ?? (await (dummyHash ??= hashPassword(randomToken(16))));
+      // A user that has not set its password yet costs the same check, and fails it.
+      const hash = user?.password_hash || (await (dummyHash ??= hashPassword(randomToken(16))));
       const matches = await verifyPassword(password, hash);
-      if (!user || !matches) throw new UnauthorizedError('invalid credentials');
+      if (!user || !user.password_hash || !matches) throw new UnauthorizedError('invalid credentials');
       const refreshToken = await writeTransaction((trx) => issueRefreshToken(trx, user.id, uuidv7()));
       return session(user, refreshToken);
     },
@@ -116,8 +151,73 @@ export function createUserService(deps: {
       return session(rotated.user, rotated.next);
     },
 
-    /** The management API's bearer credential: the workspace the access token's user owns. */
-    authenticate: (accessToken: string): Promise<string> => accessTokens.verify(accessToken),
+    /**
+     * POST /api/v1/users (owners and API keys): a user of the workspace with no password yet, and the one-time
+     * token it sets one with (72 hours; only its hash is stored). 409 for an email any workspace has.
+     */
+    async add(workspaceId: string, body: unknown): Promise<AddedUser> {
+      const { email, role } = parseInput(addUserSchema, body);
+      const token = `${PASSWORD_TOKEN_PREFIX}${randomToken(43)}`;
+      const user = await writeTransaction(async (trx) => {
+        if (await store.findUserByEmailKey(trx, emailKey(email))) throw new ConflictError('email already registered');
+        const at = now();
+        const row: UserRow = { id: uuidv7(), workspace_id: workspaceId, email, email_key: emailKey(email), password_hash: '', role, created_at: at };
+        await store.insertUser(trx, row);
+        await store.insertPasswordToken(trx, {
+          id: uuidv7(),
+          user_id: row.id,
+          token_hash: hashSecret(token),
+          created_at: at,
+          expires_at: at + PASSWORD_TOKEN_TTL_MS,
+          used_at: null,
+        });
+        return row;
+      });
+      return { user: { id: user.id, email: user.email, role: user.role }, set_password_token: token };
+    },
+
+    /** POST /api/v1/auth/set-password: uses the token once and answers a session; 401 `invalid set-password token` otherwise. */
+    async setPassword(body: unknown): Promise<Session> {
+      const { token, password } = parseInput(setPasswordSchema, body);
+      const passwordHash = await hashPassword(password);
+      const done = await writeTransaction(async (trx) => {
+        const userId = await store.usePasswordToken(trx, hashSecret(token), now());
+        const user = userId ? await store.findUserById(trx, userId) : null;
+        if (!user) return null;
+        await store.setPasswordHash(trx, user.id, passwordHash);
+        return { user, refreshToken: await issueRefreshToken(trx, user.id, uuidv7()) };
+      });
+      if (!done) throw new UnauthorizedError('invalid set-password token');
+      return session(done.user, done.refreshToken);
+    },
+
+    /** GET /api/v1/users: the workspace's users, oldest first. */
+    async list(workspaceId: string, paging: Paging): Promise<Page<WorkspaceUser>> {
+      const { rows, total } = await store.listUsers(knex, workspaceId, paging);
+      return toPage(rows.map(toWorkspaceUser), total, paging);
+    },
+
+    /** DELETE /api/v1/users/{id}: its tokens die with it; 409 for the workspace's last owner. */
+    async remove(workspaceId: string, id: string): Promise<void> {
+      await writeTransaction(async (trx) => {
+        const owners = await store.lockOwners(trx, workspaceId);
+        const user = id.length <= 36 ? await store.findUserInWorkspace(trx, workspaceId, id) : null;
+        if (!user) throw new NotFoundError();
+        if (user.role === 'owner' && owners.length <= 1) throw new ConflictError('a workspace keeps at least one owner');
+        await store.deleteUser(trx, id);
+      });
+    },
+
+    /**
+     * The management API's bearer credential: the workspace of the access token's user and its role, read from
+     * the user's row, so a removed user's token stops working at once. 401 `invalid access token` otherwise.
+     */
+    principal,
+
+    /** The workspace the access token's user belongs to (see `principal`). */
+    async authenticate(accessToken: string): Promise<string> {
+      return (await principal(accessToken)).workspaceId;
+    },
   };
 }
 

@@ -1,12 +1,26 @@
 import type { Db } from '../db/database.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { offsetOf, type Paging } from '../shared/paging.js';
+import type { UserRole } from './user.schema.js';
 
 export interface UserRow {
   id: string;
   workspace_id: string;
   email: string;
   email_key: string;
+  /** Empty until a user added by an owner sets its password: no password matches it. */
   password_hash: string;
+  role: UserRole;
   created_at: number;
+}
+
+export interface PasswordTokenRow {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  used_at: number | null;
 }
 
 export interface RefreshTokenRow {
@@ -20,8 +34,8 @@ export interface RefreshTokenRow {
   revoked_at: number | null;
 }
 
-/** The users, refresh_tokens and server_secrets tables; no rules. */
-export function createUserStore() {
+/** The users, refresh_tokens, password_tokens and server_secrets tables; no rules. */
+export function createUserStore(dialect: Dialect) {
   return {
     async insertUser(db: Db, row: UserRow): Promise<void> {
       await db('users').insert(row);
@@ -33,6 +47,45 @@ export function createUserStore() {
 
     async findUserById(db: Db, id: string): Promise<UserRow | null> {
       return (await db<UserRow>('users').where({ id }).first()) ?? null;
+    },
+
+    /** The workspace's users, oldest first. */
+    async listUsers(db: Db, workspaceId: string, paging: Paging): Promise<{ rows: UserRow[]; total: number }> {
+      const [rows, [count]] = await Promise.all([
+        db<UserRow>('users').where({ workspace_id: workspaceId }).orderBy('created_at').orderBy('id').limit(paging.perPage).offset(offsetOf(paging)),
+        db('users').where({ workspace_id: workspaceId }).count({ n: '*' }),
+      ]);
+      return { rows, total: Number(count?.n ?? 0) };
+    },
+
+    async findUserInWorkspace(db: Db, workspaceId: string, id: string): Promise<UserRow | null> {
+      return (await db<UserRow>('users').where({ workspace_id: workspaceId, id }).first()) ?? null;
+    },
+
+    /** The workspace's owners, locked, so two removals cannot each leave the other as the last. */
+    async lockOwners(db: Db, workspaceId: string): Promise<string[]> {
+      const rows: Array<{ id: string }> = await dialect.forUpdate(db('users').where({ workspace_id: workspaceId, role: 'owner' }).select('id'));
+      return rows.map((r) => r.id);
+    },
+
+    async deleteUser(db: Db, id: string): Promise<void> {
+      await db('users').where({ id }).delete();
+    },
+
+    async setPasswordHash(db: Db, id: string, passwordHash: string): Promise<void> {
+      await db('users').where({ id }).update({ password_hash: passwordHash });
+    },
+
+    async insertPasswordToken(db: Db, row: PasswordTokenRow): Promise<void> {
+      await db('password_tokens').insert(row);
+    },
+
+    /** Uses the token unless it was used, has expired or is unknown: its user id, else null. */
+    async usePasswordToken(db: Db, tokenHash: string, at: number): Promise<string | null> {
+      const row = await db<PasswordTokenRow>('password_tokens').where({ token_hash: tokenHash }).first();
+      if (!row || row.used_at !== null || Number(row.expires_at) <= at) return null;
+      const used = await db('password_tokens').where({ id: row.id }).whereNull('used_at').update({ used_at: at });
+      return used === 1 ? row.user_id : null;
     },
 
     async insertRefreshToken(db: Db, row: RefreshTokenRow): Promise<void> {

@@ -20,6 +20,22 @@ export const loginSchema = z.object({
 /** POST /api/v1/auth/refresh. */
 export const refreshSchema = z.object({ refresh_token: z.string().min(1).max(200) });
 
+/** What a user may do in its workspace: an owner everything; a member all but keys, users, settings, senders and integrations. */
+export const USER_ROLES = ['owner', 'member'] as const;
+export type UserRole = (typeof USER_ROLES)[number];
+
+/** POST /api/v1/users: an owner adds a user to its workspace (a member unless told). */
+export const addUserSchema = z.object({
+  email: emailSchema,
+  role: z.enum(USER_ROLES).default('member'),
+});
+
+/** POST /api/v1/auth/set-password: the one-time token `POST /api/v1/users` answered, and the new password. */
+export const setPasswordSchema = z.object({
+  token: z.string().min(1).max(200),
+  password: newPassword,
+});
+
 export interface UserRecord {
   id: string;
   email: string;
@@ -46,6 +62,28 @@ export const sessionSchema = z.object({
   refresh_token: z.string().describe('Single use: POST /api/v1/auth/refresh answers a new pair'),
   expires_in: z.number().int().describe('Seconds the access token stays valid'),
 }) satisfies z.ZodType<Session>;
+
+/** A user of the workspace, as `GET /api/v1/users` lists it. */
+export interface WorkspaceUser extends UserRecord {
+  role: UserRole;
+  created_at: string;
+}
+
+export const workspaceUserSchema = userRecordSchema.extend({
+  role: z.enum(USER_ROLES),
+  created_at: z.string(),
+}) satisfies z.ZodType<WorkspaceUser>;
+
+/** The reply to `POST /api/v1/users`: the user, and the token it sets its password with (shown once). */
+export interface AddedUser {
+  user: { id: string; email: string; role: UserRole };
+  set_password_token: string;
+}
+
+export const addedUserSchema = z.object({
+  user: userRecordSchema.extend({ role: z.enum(USER_ROLES) }),
+  set_password_token: z.string().describe('Single use, valid 72 hours: POST /api/v1/auth/set-password'),
+}) satisfies z.ZodType<AddedUser>;
 
 export const registrationSchema = sessionSchema.extend({
   workspace: z.object({ id: z.string(), site_id: z.string() }),
