@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, expect, it } from 'vitest';
+import { emailFlag } from '../src/cli/options.js';
 import { describeEachDatabase, type Harness, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
 
@@ -105,6 +106,18 @@ function entries(h: () => Harness) {
       /from_email /,
       (ws, email) =>
         answer(api(ws, 'POST', '/flows', { name: 'F', status: 'draft', trigger: { type: 'event', event_name: 'joined' }, steps: [{ type: 'email', subject: 'S', html: 'x', from_email: email }] })),
+    ],
+    [
+      'command line --email',
+      /^--email /,
+      async (_ws, email) => {
+        try {
+          emailFlag(email);
+          return { status: 200, error: '' };
+        } catch (error) {
+          return { status: 400, error: (error as Error).message };
+        }
+      },
     ],
   ];
   return table;
