@@ -213,4 +213,75 @@ describeEachDatabase('data rights: erase, export, consent', (h) => {
     expect(asked.stdout).toMatch(new RegExp(`erased contact ${other}`));
     expect((await api(ws, 'GET', `/contacts/${other}`)).statusCode).toBe(404);
   }, 180_000);
+
+  /** Every record of a management list, read page after page through the API (what the export held whole before). */
+  const wholeList = async (ws: TestWorkspace, url: string) => {
+    const all: Row[] = [];
+    for (let page = 1; ; page++) {
+      const { data, meta } = (await api(ws, 'GET', `${url}&perPage=500&page=${page}`)).json();
+      all.push(...data);
+      if (all.length >= meta.total || data.length === 0) return all;
+    }
+  };
+
+  /** A person with a long history: 2,100 events (three of the export's default pages), orders, messages. */
+  async function personWithHistory(events: number) {
+    const ws = await h().workspace();
+    const email = `long${Math.random().toString(36).slice(2)}@example.com`;
+    const id = await contact(ws, 'subscribed', { first_name: 'Lee' }, email);
+    for (let done = 0; done < events; done += 1000) {
+      const rows = Array.from({ length: Math.min(1000, events - done) }, (_, i) => ({ email, event_name: 'viewed_page', properties: { n: done + i } }));
+      expect((await api(ws, 'POST', '/events/batch', { events: rows })).json().errors).toEqual([]);
+    }
+    const orders = Array.from({ length: 5 }, (_, i) => ({ email, external_id: `lo-${i}`, order_number: String(i), total_amount: 10 + i, currency: 'EUR', status: 'paid', ordered_at: '2026-05-01T10:00:00Z' }));
+    expect((await api(ws, 'POST', '/ecommerce/sync-historical-orders', { orders })).json().errors).toEqual([]);
+    for (let i = 0; i < 3; i++) await api(ws, 'POST', `/campaigns/${await campaign(ws)}/send`);
+    await work();
+    return { ws, id, email };
+  }
+
+  it('export is streamed: the same shape and content as the lists hold, over HTTP, the command line and any page size', async () => {
+    const { ws, id, email } = await personWithHistory(2_100);
+    const reply = await api(ws, 'GET', `/contacts/${id}/export`);
+    expect(reply.statusCode).toBe(200);
+    expect(reply.headers['content-type']).toMatch(/^application\/json/);
+    const exported = reply.json();
+    expect(Object.keys(exported)).toEqual(['contact', 'events', 'orders', 'messages', 'consent']);
+    expect(exported.contact).toEqual((await api(ws, 'GET', `/contacts/${id}`)).json());
+    expect(exported.events).toHaveLength(2_100);
+    expect(exported.events).toEqual(await wholeList(ws, `/events?contact_id=${id}`));
+    expect(exported.orders).toHaveLength(5);
+    expect(exported.orders).toEqual(await wholeList(ws, `/ecommerce/orders?contact_id=${id}`));
+    expect(exported.messages).toHaveLength(3);
+    expect(exported.messages).toEqual(await messagesOf(ws, `contact_id=${id}`));
+    expect(exported.consent).toEqual((await api(ws, 'GET', `/contacts/${id}/consent`)).json().data);
+    // Pages of any size, one record or more, join into the same text.
+    for (const pageSize of [7, 2_100, 5_000]) {
+      let text = '';
+      for await (const piece of await h().services.dataRights.exportJson(ws.id, id, { pageSize })) text += piece;
+      expect(text, `page size ${pageSize}`).toBe(reply.body);
+    }
+    const cli = await runEmk(['contacts', 'export', '--email', email, '--json', '--workspace', ws.id, '--db', h().database.url]);
+    expect(cli.code, cli.stderr).toBe(0);
+    expect(cli.stdout).toBe(`${reply.body}\n`);
+    // A contact with nothing but itself: empty arrays.
+    const bare = await contact(ws, 'non_subscribed');
+    expect((await api(ws, 'GET', `/contacts/${bare}/export`)).json()).toMatchObject({ events: [], orders: [], messages: [] });
+  }, 180_000);
+
+  it('export reads a page only after the page before it was taken: at most one page is held', async () => {
+    const { ws, id } = await personWithHistory(10);
+    const log: string[] = [];
+    const pieces = await h().services.dataRights.exportJson(ws.id, id, { pageSize: 3, onPage: (list, page, rows) => log.push(`read ${list} ${page}: ${rows}`) });
+    for await (const piece of pieces) {
+      // A page's text: records, no structure of the reply around them.
+      if (!/^(\{"contact"|,"\w+":|\])/.test(piece)) log.push(`wrote ${JSON.parse(`[${piece.replace(/^,/, '')}]`).length}`);
+    }
+    expect(log).toEqual([
+      // 10 events, 5 orders, 3 messages: the last page of each is read when the one before was written.
+      ...['read events 1: 3', 'wrote 3', 'read events 2: 3', 'wrote 3', 'read events 3: 3', 'wrote 3', 'read events 4: 1', 'wrote 1'],
+      ...['read orders 1: 3', 'wrote 3', 'read orders 2: 2', 'wrote 2'],
+      ...['read messages 1: 3', 'wrote 3'],
+    ]);
+  });
 });

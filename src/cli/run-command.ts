@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import type { Command } from 'commander';
 import { loadConfig, type ConfigOverrides, type EmkConfig } from '../domain/config.js';
 import { createServices, emailOptionsOf, type Services } from '../domain/create-services.js';
@@ -58,6 +59,16 @@ export class CancelledError extends EmkError {
   }
 }
 
+/** What an action returns when it wrote its output to stdout itself, as it went (a streamed export). */
+export const WRITTEN: unique symbol = Symbol('written');
+
+/** Writes text pieces to stdout as they come, waiting when the pipe is full, then a newline. */
+export async function writeStreamed(pieces: AsyncIterable<string>): Promise<typeof WRITTEN> {
+  for await (const piece of pieces) if (!process.stdout.write(piece)) await once(process.stdout, 'drain');
+  process.stdout.write('\n');
+  return WRITTEN;
+}
+
 export interface CommandContext {
   config: EmkConfig;
   json: boolean;
@@ -109,7 +120,7 @@ export async function runCommand<T>(
       },
     };
     const result = await action(context);
-    process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${render(result)}\n`);
+    if (result !== WRITTEN) process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${render(result)}\n`);
   } catch (error) {
     process.stderr.write(`emk: ${describeFailure(error).replace(/\s*\n\s*/g, debugging() ? '\n' : ' ')}\n`);
     process.exitCode = error instanceof EmkError ? error.exitCode : 1;

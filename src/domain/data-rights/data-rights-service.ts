@@ -13,16 +13,31 @@ import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
 import { createDataRightsStore } from './data-rights-store.js';
 import type { ContactExport } from './data-rights.schema.js';
 
-/** Rows an export reads at a time from each list. */
+/** Rows an export reads at a time from each list: what it holds of a list at once, at most. */
 const EXPORT_PAGE = 1_000;
 
-/** Every record of a management list, page after page. */
-async function everything<T>(list: (paging: Paging) => Promise<Page<T>>): Promise<T[]> {
-  const all: T[] = [];
+/** How an export reads: its page size (tests lower it), and an observer of each page read. */
+export interface ExportOptions {
+  pageSize?: number;
+  onPage?: (list: ExportList, page: number, rows: number) => void;
+}
+
+/** The lists an export writes page by page, in the reply's key order. */
+const EXPORT_LISTS = ['events', 'orders', 'messages'] as const;
+type ExportList = (typeof EXPORT_LISTS)[number];
+
+/**
+ * One list's records as the elements of a JSON array (no brackets), one page of text at a time: each page is read
+ * when the consumer asks for more, written, and let go before the next is read.
+ */
+async function* pagesOf<T>(list: (paging: Paging) => Promise<Page<T>>, perPage: number, onPage: (page: number, rows: number) => void) {
+  let seen = 0;
   for (let page = 1; ; page++) {
-    const { data, meta } = await list({ page, perPage: EXPORT_PAGE });
-    all.push(...data);
-    if (data.length < EXPORT_PAGE || all.length >= meta.total) return all;
+    const { data, meta } = await list({ page, perPage });
+    onPage(page, data.length);
+    if (data.length > 0) yield `${seen > 0 ? ',' : ''}${data.map((record) => JSON.stringify(record)).join(',')}`;
+    seen += data.length;
+    if (data.length < perPage || seen >= meta.total) return;
   }
 }
 
@@ -42,6 +57,29 @@ export function createDataRightsService(deps: {
 }) {
   const { knex, writeTransaction, contactLookup, lists, activity } = deps;
   const store = createDataRightsStore(deps.outbox);
+
+  /**
+   * Everything kept about the contact as JSON text, written as it is read: `{"contact","events","orders",
+   * "messages","consent"}`, the three long lists page by page (docs/api/data-rights.md#export). The contact is
+   * looked up first, so an unknown id is a NotFoundError before any text; a failure after the first piece
+   * ends the text short (an HTTP reply is then cut, never completed as valid JSON).
+   */
+  async function exportJson(workspaceId: string, id: string, options: ExportOptions = {}): Promise<AsyncIterable<string>> {
+    const row = await contactLookup.findById(knex, workspaceId, id);
+    if (!row) throw new NotFoundError();
+    const contact = (await contactLookup.toContacts(knex, [row]))[0]!;
+    const perPage = options.pageSize ?? EXPORT_PAGE;
+    const filter = { contact_id: id };
+    return (async function* () {
+      yield `{"contact":${JSON.stringify(contact)}`;
+      for (const name of EXPORT_LISTS) {
+        yield `,"${name}":[`;
+        yield* pagesOf<unknown>((paging) => lists[name].list(workspaceId, filter, paging), perPage, (page, rows) => options.onPage?.(name, page, rows));
+        yield ']';
+      }
+      yield `,"consent":${JSON.stringify(await contactLookup.statusChanges(knex, id))}}`;
+    })();
+  }
 
   return {
     /** The contact of an email (case-insensitive), for the command line; `contact not found` when none. */
@@ -64,18 +102,13 @@ export function createDataRightsService(deps: {
       });
     },
 
-    /** Everything kept about the contact, each kind whole (no paging). */
-    async export(workspaceId: string, id: string): Promise<ContactExport> {
-      const row = await contactLookup.findById(knex, workspaceId, id);
-      if (!row) throw new NotFoundError();
-      const filter = { contact_id: id };
-      return {
-        contact: (await contactLookup.toContacts(knex, [row]))[0]!,
-        events: await everything((paging) => lists.events.list(workspaceId, filter, paging)),
-        orders: await everything((paging) => lists.orders.list(workspaceId, filter, paging)),
-        messages: await everything((paging) => lists.messages.list(workspaceId, filter, paging)),
-        consent: await contactLookup.statusChanges(knex, id),
-      };
+    exportJson,
+
+    /** The export as one value, for callers that want it whole (the text of exportJson, parsed). */
+    async export(workspaceId: string, id: string, options: ExportOptions = {}): Promise<ContactExport> {
+      let text = '';
+      for await (const piece of await exportJson(workspaceId, id, options)) text += piece;
+      return JSON.parse(text) as ContactExport;
     },
   };
 }

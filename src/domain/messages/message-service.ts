@@ -12,7 +12,7 @@ import { RetryJobLater } from '../jobs/job-queue.js';
 import type { SettingsService } from '../settings/settings-service.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
-import { parseInput } from '../shared/validate.js';
+import { bareAddress, parseInput } from '../shared/validate.js';
 import { HARD_BOUNCE } from '../suppressions/suppression.schema.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
 import type { TemplateVariables, Templates } from '../templates/template-engine.js';
@@ -142,16 +142,24 @@ export function createMessageService(deps: {
         settle?: (trx: Knex.Transaction, skipped: number) => Promise<void>;
       } = {},
     ): Promise<{ delivered: number; failed: number; skipped: number }> {
-      const suppressed = await suppressions.suppressedKeys(knex, workspaceId, messages.map((m) => m.to));
-      const skipped = messages.filter((m) => !mayStillReceive(m, suppressed.has(emailKey(m.to))));
+      // The address the envelope gets is the one the address rule makes of the row's: a row stored before the rule
+      // that a relay would read as another address (`x<victim@example.org>`) is failed here and handed to nobody.
+      const outcomes: MessageOutcome[] = [];
+      const addressed: PendingMessage[] = [];
+      for (const m of messages) {
+        const checked = bareAddress(m.to);
+        if ('address' in checked) addressed.push({ ...m, to: checked.address });
+        else outcomes.push({ id: m.id, status: 'failed', subject: null, html: null, text: null, error: 'invalid address', sent_at: null });
+      }
+      const suppressed = await suppressions.suppressedKeys(knex, workspaceId, addressed.map((m) => m.to));
+      const skipped = addressed.filter((m) => !mayStillReceive(m, suppressed.has(emailKey(m.to))));
       const skippedIds = new Set(skipped.map((m) => m.id));
-      const due = messages.filter((m) => !skippedIds.has(m.id));
+      const due = addressed.filter((m) => !skippedIds.has(m.id));
 
       const workspace = await workspaces.get(workspaceId);
       const { sender } = await settings.cached(workspaceId);
       const signer = await tracking.signerFor(workspaceId);
       const shared = { workspace: { name: workspace.name } };
-      const outcomes: MessageOutcome[] = [];
       const rendered: Rendered[] = [];
       for (const message of due) {
         try {

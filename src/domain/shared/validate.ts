@@ -1,3 +1,4 @@
+import { domainToASCII } from 'node:url';
 import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import { findJsonProblem, isStorableText, UNSTORABLE_TEXT_MESSAGE, type FieldPath } from './storable.js';
@@ -190,9 +191,59 @@ export function looseText(max: number) {
   return storableString().trim().max(max, `must be at most ${max} characters`);
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+$/;
+/** A dot-atom local part (RFC 5321 §4.1.2): atoms of atext joined by single dots. */
+const LOCAL_PART = /^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*$/;
+/** A DNS label in its ASCII form: letters, digits and inner hyphens, 1–63 characters. */
+const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/i;
+/** What a domain may hold before its IDN conversion: ASCII letters, digits, hyphens and dots, or non-ASCII text. */
+const DOMAIN_TEXT = /^(?:[A-Za-z0-9.-]|[^\x00-\x7f])+$/;
+const MAX_ADDRESS = 254;
+const MAX_LOCAL_PART = 64;
+const MAX_DOMAIN = 253;
+const NOT_AN_ADDRESS = 'must be an email address';
 
-export const emailSchema = text(320).regex(EMAIL, 'must be an email address');
+/**
+ * The one address rule (docs/api/README.md#email-addresses): a bare RFC 5321 mailbox `local@domain` and nothing
+ * else (no display name, comma, semicolon, angle bracket, quote or whitespace), so the address a row holds is the
+ * address a relay's envelope gets. The local part is a dot-atom of at most 64 characters; the domain has at least
+ * two labels, none numeric at the top (no IP literal), each 1–63 letters, digits and inner hyphens. A Unicode
+ * domain (IDN) is accepted and written in its ASCII form (`bücher.example` → `xn--bcher-kva.example`, as
+ * `node:url` domainToASCII gives it), so every comparison and the envelope see one spelling; an ASCII address is
+ * kept as written (case included). At most 254 characters, counted in that form. Surrounding whitespace is trimmed
+ * by the schema. Returns the address in that form, or the problem in our words.
+ */
+export function bareAddress(value: string): { address: string } | { problem: string } {
+  const at = value.lastIndexOf('@');
+  const local = value.slice(0, at);
+  let domain = value.slice(at + 1);
+  if (at < 1 || !LOCAL_PART.test(local) || !DOMAIN_TEXT.test(domain)) {
+    return { problem: NOT_AN_ADDRESS };
+  }
+  if (local.length > MAX_LOCAL_PART) return { problem: `must have a local part of at most ${MAX_LOCAL_PART} characters` };
+  if (/[^\x00-\x7f]/.test(domain)) {
+    domain = domainToASCII(domain);
+    if (domain === '') return { problem: NOT_AN_ADDRESS };
+  }
+  const labels = domain.split('.');
+  if (domain.length > MAX_DOMAIN || labels.length < 2 || !labels.every((l) => LABEL.test(l)) || /^[0-9]+$/.test(labels.at(-1)!)) {
+    return { problem: NOT_AN_ADDRESS };
+  }
+  const address = `${local}@${domain}`;
+  if (address.length > MAX_ADDRESS) return { problem: `must be at most ${MAX_ADDRESS} characters` };
+  return { address };
+}
+
+/** An email address as every entry takes it: one rule (bareAddress), output in its comparable form. */
+export const emailSchema = storableString()
+  .trim()
+  .min(1, 'must not be empty')
+  .max(1024, 'must be at most 254 characters')
+  .transform((value, ctx) => {
+    const result = bareAddress(value);
+    if ('address' in result) return result.address;
+    ctx.addIssue({ code: 'custom', message: result.problem, input: value });
+    return z.NEVER;
+  });
 
 /**
  * A JSON object (not an array, not null) whose keys and text, at any depth, can be stored, nested at most

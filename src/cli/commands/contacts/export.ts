@@ -1,12 +1,15 @@
 import { Command } from 'commander';
 import { emailFlag } from '../../options.js';
-import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+import { runCommand, withGlobalOptions, writeStreamed, type GlobalOptions } from '../../run-command.js';
 
 interface ExportOptions extends GlobalOptions {
   email: string;
 }
 
-/** `emk contacts export --email E`: GET /contacts/{id}/export of that email's contact, as JSON on stdout. */
+/**
+ * `emk contacts export --email E`: GET /contacts/{id}/export of that email's contact, as JSON on stdout, written
+ * page by page as it is read (compact JSON, with or without --json).
+ */
 export function contactsExportCommand(): Command {
   return withGlobalOptions(
     new Command('export')
@@ -19,9 +22,9 @@ export function contactsExportCommand(): Command {
         const email = emailFlag(options.email);
         const services = await context.services();
         const workspace = await context.workspace();
-        return services.dataRights.export(workspace.id, (await services.dataRights.find(workspace.id, email)).id);
+        return writeStreamed(await services.dataRights.exportJson(workspace.id, (await services.dataRights.find(workspace.id, email)).id));
       },
-      (result) => JSON.stringify(result, null, 2),
+      () => '',
     ),
   );
 }

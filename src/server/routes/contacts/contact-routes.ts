@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import {
@@ -112,7 +113,11 @@ export function contactRoutes(services: Services) {
           errors: [401, 404],
         }),
       },
-      async (request) => services.dataRights.export(request.workspaceId, request.params.id),
+      // Streamed: each page of the person's history is written before the next is read (docs/api/data-rights.md#export).
+      async (request, reply) => {
+        const body = await services.dataRights.exportJson(request.workspaceId, request.params.id);
+        return reply.type('application/json; charset=utf-8').send(Readable.from(body));
+      },
     );
   };
 }
