@@ -185,6 +185,8 @@ describeEachDatabase(
       });
       expect(sync.json()).toMatchObject({ inserted: LEGITIMATE.length, errors: [] });
       expect(Number((await knex()('contacts').where({ workspace_id: ws.id }).count({ n: '*' }))[0]!.n)).toBe(LEGITIMATE.length);
+      // A sender at a Unicode domain, once the domain is one of the workspace's senders.
+      expect((await api(ws, 'POST', '/senders', { domain: 'bücher.example' })).statusCode).toBe(201);
       const sender = await api(ws, 'PATCH', '/settings', { sender: { from_email: 'news@bücher.example' } });
       expect(sender.statusCode, sender.body).toBe(200);
       expect(sender.json().sender.from_email).toBe('news@xn--bcher-kva.example');
