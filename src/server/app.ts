@@ -9,6 +9,7 @@ import { answerRoutingError, registerErrorHandling } from './plugins/errors.js';
 import { registerJsonBody } from './plugins/json-body.js';
 import { registerOpenApi } from './openapi/openapi-plugin.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
+import { registerSecurityHeaders } from './plugins/security-headers.js';
 import { requestIdOf, registerRequestId } from './plugins/request-id.js';
 import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { authRoutes } from './routes/auth/auth-routes.js';
@@ -77,6 +78,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // CORS first: a draining server's 503 (and its Retry-After) must be readable by the SDK on a shop's page.
   registerCors(app, ['/collect/', '/v1/']);
   drain.register(app);
+  await registerSecurityHeaders(app);
   registerRateLimits(app, services.rateLimiter, config.limits);
   registerJsonBody(app);
   // The API's version in the OpenAPI document: the package's.
