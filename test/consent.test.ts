@@ -1,18 +1,10 @@
-import { afterAll, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
-import { launchChromium } from './helpers/browser.js';
+import { expect, it } from 'vitest';
+import { chromiumOnDemand } from './helpers/browser.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
 
-let browser: Browser | undefined;
 /** Launched by the one test that needs it, so the others run (and fail alone) without it. */
-async function chromium(): Promise<Browser> {
-  browser ??= await launchChromium();
-  return browser;
-}
-afterAll(async () => {
-  await browser?.close();
-});
+const chromium = chromiumOnDemand();
 
 describeEachDatabase(
   'consent: suppressions, unsubscribe and preferences',

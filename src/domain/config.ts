@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_DATABASE_URL } from './db/database.js';
 import { UsageError } from './errors.js';
@@ -12,10 +13,7 @@ const envSchema = z.object({
   HOST: z.string().min(1).default('0.0.0.0'),
   EMK_BASE_URL: z.string().url().optional(),
   // Behind a load balancer the client address comes from X-Forwarded-For; only trust it when told to.
-  EMK_TRUST_PROXY: z
-    .enum(['true', 'false', '1', '0'])
-    .default('false')
-    .transform((v) => v === 'true' || v === '1'),
+  EMK_TRUST_PROXY: z.string().default('false').transform(parseTrustProxy),
   // Who may POST /api/v1/auth/register: anyone (`open`), or nobody (`closed`: owners add users instead).
   EMK_REGISTRATION: z.enum(['open', 'closed']).default('closed'),
   EMK_LIMIT_WEBHOOK_PER_INTEGRATION: limit(300),
@@ -36,6 +34,52 @@ const envSchema = z.object({
   EMK_DRAIN_GRACE_MS: z.coerce.number().min(0).max(120_000, 'must be at most 120000').int().default(5_000),
 });
 
+/**
+ * Which proxies' `X-Forwarded-For` entries are believed: none, the last `hops` entries (the proxies in front
+ * append them; anything a client sent stands further left), or only what the listed addresses/CIDRs relayed.
+ */
+export type TrustProxy = false | { hops: number } | { addresses: string[] };
+
+/** proxy-addr's names for ranges (loopback: 127.0.0.1/8 and ::1/128, …). */
+const PROXY_RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+function isAddressOrCidr(value: string): boolean {
+  if (PROXY_RANGE_NAMES.has(value)) return true;
+  const [address, prefix, extra] = value.split('/');
+  const family = isIP(address!);
+  if (family === 0 || extra !== undefined) return false;
+  if (prefix === undefined) return true;
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * `false`/`0`: ignore X-Forwarded-For; a hop count (`1` behind one load balancer); or a comma-separated list of
+ * the proxies' addresses/CIDRs. `true` trusted every hop, so any client chose its own address: refused.
+ */
+function parseTrustProxy(value: string, ctx: z.RefinementCtx): TrustProxy {
+  const v = value.trim();
+  if (v === '' || v === 'false' || v === '0') return false;
+  if (v === 'true') {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'must be a hop count (e.g. 1 behind one load balancer) or the proxies\' addresses/CIDRs: true trusted every hop',
+    });
+    return z.NEVER;
+  }
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    if (hops <= 10) return { hops };
+  }
+  const addresses = v.split(',').map((item) => item.trim());
+  const wrong = addresses.find((item) => !isAddressOrCidr(item));
+  if (wrong === undefined) return { addresses };
+  ctx.addIssue({
+    code: 'custom',
+    message: `must be false, a hop count from 1 to 10 or a comma-separated list of addresses/CIDRs (not ${JSON.stringify(wrong)})`,
+  });
+  return z.NEVER;
+}
+
 export interface RateLimitConfig {
   webhookPerIntegration: number;
   webhookPerIp: number;
@@ -51,7 +95,7 @@ export interface EmkConfig {
   port: number;
   host: string;
   baseUrl: string;
-  trustProxy: boolean;
+  trustProxy: TrustProxy;
   /** `closed` (the default): `POST /api/v1/auth/register` answers 403; workspace owners add users. */
   registration: 'open' | 'closed';
   limits: RateLimitConfig;

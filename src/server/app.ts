@@ -1,5 +1,5 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify';
-import type { EmkConfig } from '../domain/config.js';
+import type { EmkConfig, TrustProxy } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
 import { EMK_VERSION } from '../domain/shared/package.js';
 import { registerApiKeyAuth, requireOwner } from './plugins/api-key-auth.js';
@@ -9,6 +9,7 @@ import { answerRoutingError, registerErrorHandling } from './plugins/errors.js';
 import { registerJsonBody } from './plugins/json-body.js';
 import { registerOpenApi } from './openapi/openapi-plugin.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
+import { registerSecurityHeaders } from './plugins/security-headers.js';
 import { requestIdOf, registerRequestId } from './plugins/request-id.js';
 import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { authRoutes } from './routes/auth/auth-routes.js';
@@ -48,6 +49,14 @@ export interface AppOptions {
   onRoute?: (route: RouteOptions) => void;
 }
 
+/**
+ * Fastify's `trustProxy`. A hop count is a function: Fastify 5.12 reads a number as "trust nothing" (it cannot
+ * tell a proxy from a client that connects directly), so `i < hops` trusts the socket's peer and the entries
+ * the proxies in front appended, never what the client wrote further left (docs/operations.md).
+ */
+const fastifyTrustProxy = (trust: TrustProxy) =>
+  trust === false ? false : 'hops' in trust ? (_address: string, hop: number) => hop < trust.hops : trust.addresses;
+
 /** The HTTP face of emk. Thin: every route validates, calls one domain function and shapes the reply. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { services, config } = options;
@@ -56,7 +65,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     bodyLimit: BODY_LIMIT_BYTES,
     // Tracking tokens carry the link they lead to (up to 2,000 bytes): longer than the router's default of 100.
     routerOptions: { maxParamLength: 3_000 },
-    trustProxy: config.trustProxy,
+    trustProxy: fastifyTrustProxy(config.trustProxy),
     genReqId: requestIdOf,
     // Draining is answered by the DrainGate, with the body and Retry-After the contract asks for.
     return503OnClosing: false,
@@ -71,6 +80,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // CORS first: a draining server's 503 (and its Retry-After) must be readable by the SDK on a shop's page.
   registerCors(app, ['/collect/', '/v1/']);
   drain.register(app);
+  await registerSecurityHeaders(app);
   registerRateLimits(app, services.rateLimiter, config.limits);
   registerJsonBody(app);
   // The API's version in the OpenAPI document: the package's.

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser } from 'playwright-core';
+import { afterAll } from 'vitest';
 
 /** Debian's chromium: `.ci/run` installs it. Playwright never downloads a browser here. */
 export const CHROMIUM = '/usr/bin/chromium';
@@ -25,6 +26,18 @@ export async function launchChromium(): Promise<Browser> {
     throw new Error(`${CHROMIUM} is missing: install it with apt-get install -y chromium (.ci/run does)`);
   }
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+}
+
+/**
+ * One Chromium for a test file: launched by the first test that asks (so the others run, and fail alone, without
+ * it) and closed after the file. Call at the top of the file.
+ */
+export function chromiumOnDemand(): () => Promise<Browser> {
+  let browser: Promise<Browser> | undefined;
+  afterAll(async () => {
+    await (await browser?.catch(() => undefined))?.close();
+  });
+  return () => (browser ??= launchChromium());
 }
 
 /** A shop's own web server: pages on another origin than emk, over http (cookies need it). */

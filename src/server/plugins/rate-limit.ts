@@ -2,23 +2,74 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { RateLimitConfig } from '../../domain/config.js';
 import { RateLimitedError } from '../../domain/errors.js';
 import type { RateLimitBudget, RateLimiter } from '../../domain/rate-limits/rate-limiter.js';
-import { SEGMENT_PATH, segmentWriteKey } from './segment-write-key.js';
+import { segmentWriteKey } from './segment-write-key.js';
 
-const pathOf = (url: string) => url.split('?', 1)[0]!;
+/** The limited families of the spec's Limits table. */
+type Family = 'auth' | 'cp' | 'webhook' | 'collect' | 'segment';
+
 const WEBHOOK_PATH = /^\/ecom\/[^/]+\/([^/]+)\/?$/;
 
-/** The spec's Limits table: which budgets a request spends, known before its body is read. */
-function budgetsBeforeBody(limits: RateLimitConfig, path: string, ip: string): RateLimitBudget[] {
-  const webhook = WEBHOOK_PATH.exec(path);
-  if (webhook) {
-    return [
-      { key: `webhook:integration:${decodeURIComponent(webhook[1]!)}`, limit: limits.webhookPerIntegration },
-      { key: `webhook:ip:${ip}`, limit: limits.webhookPerIp },
-    ];
+/** Which family a route pattern (or a normalised path) belongs to. */
+function familyOf(path: string): Family | undefined {
+  if (path.startsWith('/api/v1/auth/')) return 'auth';
+  if (path.startsWith('/cp/')) return 'cp';
+  if (WEBHOOK_PATH.test(path)) return 'webhook';
+  if (path.startsWith('/collect/')) return 'collect';
+  if (path.startsWith('/v1/')) return 'segment';
+  return undefined;
+}
+
+const decoded = (segment: string) => {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
   }
-  if (path.startsWith('/api/v1/auth/')) return [{ key: `auth:ip:${ip}`, limit: limits.authPerIp }];
-  if (path.startsWith('/cp/')) return [{ key: `cp:ip:${ip}`, limit: limits.cpPerIp }];
-  return [];
+};
+
+/**
+ * A path no route took, read the way a lenient router might: percent-decoded, duplicate slashes collapsed,
+ * lower case. Such a request is a 404, but it still spends (and is refused by) the budget of the family it
+ * spells, so no spelling is a way around a limit (`//api/v1/auth/login`, `/API/v1/auth/login`).
+ */
+function normalisedPath(url: string): string {
+  const raw = url.split('?', 1)[0]!;
+  return raw.split('/').map(decoded).join('/').replace(/\/{2,}/g, '/');
+}
+
+/**
+ * What a request is limited as: the pattern of the route Fastify matched (`routeOptions.url`), whatever spelling
+ * reached it (`/api/v1/%61uth/login` is `/api/v1/auth/login`); for a request no route took, its normalised path.
+ * The webhook's integration id is the one the router decoded, so each spelling of it spends one budget.
+ */
+function limitedAs(request: FastifyRequest): { family: Family; integrationId?: string } | undefined {
+  const pattern = request.routeOptions.url;
+  if (pattern !== undefined) {
+    const family = familyOf(pattern);
+    if (family !== 'webhook') return family && { family };
+    return { family, integrationId: (request.params as { integrationId?: string }).integrationId ?? '' };
+  }
+  const path = normalisedPath(request.url);
+  const family = familyOf(path.toLowerCase());
+  if (family !== 'webhook') return family && { family };
+  return { family, integrationId: WEBHOOK_PATH.exec(path)?.[1] ?? '' };
+}
+
+/** The budgets a request spends before its body is read: the auth, consent-page and webhook scopes. */
+function budgetsBeforeBody(limits: RateLimitConfig, limited: { family: Family; integrationId?: string }, ip: string): RateLimitBudget[] {
+  switch (limited.family) {
+    case 'webhook':
+      return [
+        { key: `webhook:integration:${limited.integrationId}`, limit: limits.webhookPerIntegration },
+        { key: `webhook:ip:${ip}`, limit: limits.webhookPerIp },
+      ];
+    case 'auth':
+      return [{ key: `auth:ip:${ip}`, limit: limits.authPerIp }];
+    case 'cp':
+      return [{ key: `cp:ip:${ip}`, limit: limits.cpPerIp }];
+    default:
+      return [];
+  }
 }
 
 /** The Collect API's budgets need the site id: the body's `site_id`, or Segment's write key (the same id). */
@@ -42,19 +93,24 @@ async function spend(limiter: RateLimiter, budgets: RateLimitBudget[], reply: Fa
   if (!decision.allowed) throw new RateLimitedError(decision.retryAfterSeconds);
 }
 
-/** Rolling one-minute limits per scope; headers on every limited path, 429 with `Retry-After` past them. */
+/**
+ * Rolling one-minute limits per scope; headers on every limited path, 429 with `Retry-After` past them. The auth
+ * budget is spent in `onRequest`, before the body is read, so a refused login never reaches the password hash.
+ */
 export function registerRateLimits(app: FastifyInstance, limiter: RateLimiter, limits: RateLimitConfig): void {
-  app.addHook('onRequest', async (request: FastifyRequest, reply) => {
+  app.addHook('onRequest', async (request, reply) => {
     if (request.method === 'OPTIONS') return;
-    const budgets = budgetsBeforeBody(limits, pathOf(request.url), request.ip);
+    const limited = limitedAs(request);
+    if (!limited) return;
+    const budgets = budgetsBeforeBody(limits, limited, request.ip);
     if (budgets.length > 0) await spend(limiter, budgets, reply);
   });
   app.addHook('preHandler', async (request, reply) => {
     if (request.method === 'OPTIONS') return;
-    const path = pathOf(request.url);
-    if (path.startsWith('/collect/')) {
+    const family = limitedAs(request)?.family;
+    if (family === 'collect') {
       await spend(limiter, collectBudgets(limits, request.ip, (request.body as { site_id?: unknown } | null)?.site_id), reply);
-    } else if (SEGMENT_PATH.test(path)) {
+    } else if (family === 'segment') {
       await spend(limiter, collectBudgets(limits, request.ip, segmentWriteKey(request)), reply);
     }
   });

@@ -11,6 +11,3 @@ export function segmentWriteKey(request: Pick<FastifyRequest, 'headers' | 'body'
   const body = request.body as { writeKey?: unknown } | null | undefined;
   return typeof body?.writeKey === 'string' ? body.writeKey : undefined;
 }
-
-/** The Segment-compatible paths: `/v1/identify`, `/v1/batch`, … */
-export const SEGMENT_PATH = /^\/v1\//;

@@ -1,0 +1,53 @@
+import fastifyHelmet from '@fastify/helmet';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * What every HTML page sends (helmet's defaults, with these changes): no framing (`X-Frame-Options: DENY`: no
+ * clickjacking of the unsubscribe button), no referrer (a consent page's URL holds its token), and no HSTS (TLS
+ * is the job of what stands in front: docs/operations.md). No Content-Security-Policy by default: swagger-ui's
+ * page (`/docs`) keeps its scripts and styles as the package ships them (helmet's policy cannot be reduced to
+ * `frame-ancestors` alone without a default-src).
+ */
+const PAGE_HEADERS = {
+  contentSecurityPolicy: false,
+  xFrameOptions: { action: 'deny' as const },
+  referrerPolicy: { policy: 'no-referrer' as const },
+  strictTransportSecurity: false,
+};
+
+/**
+ * The consent pages are the server's own markup: one inline style block and a form that posts back to the same
+ * URL, no script, image or font. Their policy allows just that, and no framing (`frame-ancestors`, the successor
+ * of X-Frame-Options).
+ */
+const CONSENT_PAGE_CSP = {
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      styleSrc: ["'unsafe-inline'"],
+      formAction: ["'self'"],
+      baseUri: ["'none'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+};
+
+/** HTML pages, by the route Fastify matched: the consent pages and the API documentation (swagger-ui). */
+const isConsentPage = (pattern: string) => pattern.startsWith('/cp/');
+const isDocsPage = (pattern: string) => pattern === '/docs' || pattern.startsWith('/docs/');
+
+/**
+ * Security headers on the HTML pages only (`@fastify/helmet`). The JSON API, the Collect API, the SDK script and
+ * the tracking pixel and links are left as they were: helmet's `Cross-Origin-Resource-Policy: same-origin` would
+ * stop a shop's page from loading the SDK, and a JSON reply has nothing to frame.
+ */
+export async function registerSecurityHeaders(app: FastifyInstance): Promise<void> {
+  await app.register(fastifyHelmet, { global: false, ...PAGE_HEADERS });
+  app.addHook('onRequest', async (request, reply) => {
+    const pattern = request.routeOptions.url;
+    if (pattern === undefined) return;
+    if (isConsentPage(pattern)) reply.helmet(CONSENT_PAGE_CSP);
+    else if (isDocsPage(pattern)) reply.helmet();
+  });
+}
