@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { expect, it } from 'vitest';
 import { createServices } from '../src/domain/create-services.js';
 import { openDatabase } from '../src/domain/db/database.js';
-import { hashPassword, verifyPassword } from '../src/domain/users/passwords.js';
+import { hashingSlots, hashPassword, verifyPassword } from '../src/domain/users/passwords.js';
 import { describeEachDatabase, OPEN_REGISTRATION, type Harness } from './helpers/harness.js';
 
 let userCounter = 0;
@@ -116,6 +116,25 @@ describeEachDatabase('accounts: register, login, refresh', (h) => {
       expect(Object.keys(res.json()).sort()).toEqual(['error', 'request_id']);
       expect(res.json().error).toBe('invalid credentials');
     }
+  });
+
+  it('logins from many addresses hash one at a time (the thread pool the database shares stays free)', async () => {
+    const email = nextEmail();
+    await register(h(), email);
+    let most = 0;
+    let sampling = true;
+    const sample = () => {
+      most = Math.max(most, hashingSlots.running());
+      if (sampling) setImmediate(sample);
+    };
+    sample();
+    const logins = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => post(h(), 'login', { email, password: i % 2 === 0 ? PASSWORD : 'wrong password' }, `198.51.100.${i + 1}`)),
+    );
+    sampling = false;
+    // Barrier: every login ran its hash (the right password logs in, a wrong one is refused).
+    expect(logins.map((r) => r.statusCode)).toEqual([200, 401, 200, 401, 200, 401]);
+    expect(most).toBe(1);
   });
 
   it('an unknown email costs a password check too (checked against a dummy hash)', async () => {
