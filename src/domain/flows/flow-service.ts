@@ -45,18 +45,15 @@ export function createFlowService(deps: {
   const store = createFlowStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
-  /** Templates parse, filters are usable conditions, a segment trigger names a segment: each 400 names its place. */
+  /** Templates parse and render within the limits, filters are usable conditions, a segment trigger names a segment: each 400 names its place. */
   async function check(
     db: Db,
     workspaceId: string,
     input: { steps?: FlowStep[] | undefined; trigger?: FlowTrigger | undefined; filters?: Record<string, unknown> | null | undefined },
   ) {
-    input.steps?.forEach((step, i) => {
-      if (step.type !== 'email') return;
-      templates.check(step.subject, `steps[${i}].subject`);
-      templates.check(step.html, `steps[${i}].html`);
-      if (typeof step.text === 'string') templates.check(step.text, `steps[${i}].text`);
-    });
+    for (const [i, step] of (input.steps ?? []).entries()) {
+      if (step.type === 'email') await templates.check({ subject: step.subject, html: step.html, text: step.text }, `steps[${i}].`);
+    }
     if (input.filters) parseConditions(input.filters, 'filters');
     if (input.trigger?.type === 'segment_entered' && !(await segments.exists(db, workspaceId, input.trigger.segment_id))) {
       throw new ValidationError('invalid request: trigger.segment_id names no segment');
