@@ -69,25 +69,39 @@ describeEachDatabase('template limits (defaults: 1000 ms, 1048576 bytes)', (h) =
     // Warm: the first render starts the threads.
     expect((await api(ws, 'POST', `/campaigns/${id}/preview`, { contact_id: await contact(ws, 'subscribed') })).statusCode).toBe(200);
 
+    // Over a real socket: a render on the event loop holds every connection's answer for as long as it runs.
+    const base = await h().app.listen({ port: 0, host: '127.0.0.1' });
+    await (await fetch(`${base}/healthz`)).arrayBuffer();
     const started = performance.now();
     let done = false;
-    const preview = api(ws, 'POST', `/campaigns/${id}/preview`, { contact_id: slow }).finally(() => void (done = true));
+    const preview = fetch(`${base}/api/v1/campaigns/${id}/preview`, {
+      method: 'POST',
+      headers: { 'x-api-key': ws.apiKey, 'content-type': 'application/json' },
+      body: JSON.stringify({ contact_id: slow }),
+    }).finally(() => void (done = true));
     const waits: number[] = [];
-    // Until the preview answers (at least the 1000 ms deadline), /healthz is asked again and again.
-    while (!done) {
+    // Until the preview answers (after at least the 1000 ms deadline), /healthz is asked again and again, back to back.
+    while (!done && waits.length < 20_000) {
       const asked = performance.now();
-      const health = await h().request({ method: 'GET', url: '/healthz' });
+      const health = await fetch(`${base}/healthz`);
+      await health.arrayBuffer();
       waits.push(performance.now() - asked);
-      expect(health.statusCode).toBe(200);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(health.status).toBe(200);
     }
     const reply = await preview;
+    // Within 50 ms; on a host loaded by others (2 cores, load average 10) one answer in a few hundred can take
+    // longer for want of a core, so every answer is held to 200 ms and 95 in 100 to 50 ms. A render on the event
+    // loop holds an answer for the whole render (today's main: 6.9 s here).
+    const sorted = [...waits].sort((a, b) => b - a);
+    const slowest = `slowest waits (ms) of ${waits.length}: ${sorted.slice(0, 5).map(Math.round).join(' ')}`;
+    expect(sorted[0], slowest).toBeLessThan(200);
+    expect(sorted[Math.floor(waits.length / 20)], slowest).toBeLessThan(50);
     expect(performance.now() - started).toBeGreaterThanOrEqual(1000);
-    expect(reply.statusCode).toBe(400);
-    expect(reply.json().error).toBe('html: template took longer than 1000 ms to render');
-    expect(reply.body).not.toContain(MARKER);
     expect(waits.length).toBeGreaterThan(10);
-    expect(Math.max(...waits), waits.map(Math.round).join(' ')).toBeLessThan(50);
+    const body = await reply.text();
+    expect(reply.status).toBe(400);
+    expect(JSON.parse(body).error).toBe('html: template took longer than 1000 ms to render');
+    expect(body).not.toContain(MARKER);
   });
 
   it('at send, a message past a limit fails alone, its error naming the part and the limit; the rest of the batch is delivered', async () => {
