@@ -171,6 +171,50 @@ describe('templates: output, checks and the block tag (no database)', () => {
   });
 });
 
+describe('templates: render threads and their limits (no database)', () => {
+  const templates = createTemplates({ blockProducts: fixedSource(['a']), limits: { timeoutMs: 300, maxBytes: 2048 }, threads: 2 });
+  afterAll(() => templates.close());
+  const contact = { email: 'tom@example.com', first_name: 'Tom & Jerry', last_name: '<Cat>', phone: null };
+
+  it('escapes output in the HTML part only: the subject and the text are not HTML', async () => {
+    const content = { subject: 'Hi {{ contact.first_name }}', html: '<p>Hi {{ contact.first_name }} {{ contact.last_name }}</p>', text: 'Hi {{ contact.first_name }} {{ contact.last_name }}' };
+    expect(await templates.renderMessage(content, { contact }, NOBODY)).toEqual({
+      subject: 'Hi Tom & Jerry',
+      html: '<p>Hi Tom &amp; Jerry &lt;Cat&gt;</p>',
+      text: 'Hi Tom & Jerry <Cat>',
+    });
+    expect(await templates.renderMessage({ ...content, text: null }, { contact }, NOBODY)).toMatchObject({ text: null });
+    // The same text is a different template in each kind of part.
+    expect(templates.compile('{{ x }}', 'subject')).not.toBe(templates.compile('{{ x }}', 'html'));
+  });
+
+  it('a part past a limit fails naming the part and the limit, never the template; the next render works', async () => {
+    const slow = 'SECRET{% for i in (1..3000) %}{% for j in (1..3000) %}{% endfor %}{% endfor %}';
+    const ok = { subject: 'S', html: 'H', text: 'T' };
+    await expect(templates.renderMessage({ ...ok, text: slow }, {}, NOBODY)).rejects.toThrow(/^text: template took longer than 300 ms to render$/);
+    await expect(templates.renderMessage({ ...ok, subject: `{% for i in (1..3) %}${'y'.repeat(1000)}{% endfor %}` }, {}, NOBODY)).rejects.toThrow(
+      /^subject: template output exceeds 2048 bytes$/,
+    );
+    // Stuck in one step, where Liquid's own limit cannot look: the thread is ended at the deadline and replaced.
+    await expect(templates.check({ html: '{{ x }}'.repeat(149_000) }, 'steps[2].')).rejects.toThrow(/^steps\[2\]\.html: template took longer than 300 ms to parse$/);
+    expect(await templates.renderMessage(ok, {}, NOBODY)).toEqual({ subject: 'S', html: 'H', text: 'T' });
+    const error = await templates.renderMessage({ ...ok, html: slow }, {}, NOBODY).catch((e: Error) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).not.toContain('SECRET');
+  });
+
+  it('a runaway render costs one thread: others render meanwhile', async () => {
+    // Both threads started (two renders at once), so the second is not starting up while the first is stuck.
+    await Promise.all([1, 2].map((i) => templates.render(templates.compile(`warm ${i}`), {}, NOBODY)));
+    const stuck = templates.check({ html: '{{ x }}'.repeat(149_000) });
+    let stuckDone = false;
+    void stuck.catch(() => undefined).finally(() => void (stuckDone = true));
+    for (let i = 0; i < 5; i++) expect(await templates.render(templates.compile(`<p>{{ n }}${i}</p>`), { n: 'x' } as TemplateVariables, NOBODY)).toBe(`<p>x${i}</p>`);
+    expect(stuckDone).toBe(false);
+    await expect(stuck).rejects.toThrow(/took longer than 300 ms/);
+  });
+});
+
 /**
  * The shop the database tests start from (website products):
  *  tee    Tee      10  [Tops]
