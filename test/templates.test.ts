@@ -1,8 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ValidationError } from '../src/domain/errors.js';
 import type { Product } from '../src/domain/products/product.schema.js';
 import { createBlockProductSource, type BlockProductRequest, type BlockProductSource } from '../src/domain/templates/product-block-source.js';
-import { createTemplates, type TemplateVariables } from '../src/domain/templates/template-engine.js';
+import { createTemplates, type Templates, type TemplateVariables } from '../src/domain/templates/template-engine.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 
 const DAY = 86_400_000;
@@ -23,6 +23,12 @@ function fixedSource(externalIds: string[]): BlockProductSource & { requests: Bl
 describe('templates: output, checks and the block tag (no database)', () => {
   const templates = createTemplates({ blockProducts: fixedSource(['a', 'b', 'c']) });
   const render = (html: string, variables: TemplateVariables = {}) => templates.render(templates.compile(html), variables, NOBODY);
+  /** `templates.check` of one template, by its field name (`html`, `steps[1].html`, …). */
+  const check = (source: string, field = 'html') => {
+    const [, prefix, part] = /^(.*?)(subject|html|text)$/.exec(field)!;
+    return templates.check({ [part as 'html']: source }, prefix);
+  };
+  afterAll(() => templates.close());
 
   const contact = { email: 'ann@example.com', first_name: '<script>alert(1)</script>', last_name: 'O\'Hara & Co', phone: '+3312345678' };
 
@@ -71,7 +77,7 @@ describe('templates: output, checks and the block tag (no database)', () => {
     expect(await render('[{{ order.id }}{{ cart.checkout_url }}{{ event.name }}]', { workspace: { name: 'x' } })).toBe('[]');
   });
 
-  it('check refuses a template that does not parse, naming the field; a good one passes', () => {
+  it('check refuses a template that does not parse, naming the field; a good one passes', async () => {
     const refused: Array<[string, string, RegExp]> = [
       ['{% products feed: "f" %}<p>{{ item.title }}</p>', 'html', /^html: unexpected end of template, missing \{% endproducts %\}/],
       ['{% if contact.first_name %}Hi', 'steps[1].html', /^steps\[1\]\.html: tag \{% if contact\.first_name %\} not closed/],
@@ -84,19 +90,14 @@ describe('templates: output, checks and the block tag (no database)', () => {
       ['{% layout "base" %}', 'html', /^html: tag "layout" not found/],
     ];
     for (const [html, field, message] of refused) {
-      let caught: unknown;
-      try {
-        templates.check(html, field);
-      } catch (error) {
-        caught = error;
-      }
+      const caught = await check(html, field).then(() => null, (error: unknown) => error);
       expect(caught, html).toBeInstanceOf(ValidationError);
       expect((caught as Error).message, html).toMatch(message);
     }
-    expect(() => templates.check('<p>Hi {{ contact.first_name | default: "there" }}</p>{% products feed: "f" %}{{ item.title }}{% endproducts %}', 'html')).not.toThrow();
+    await check('<p>Hi {{ contact.first_name | default: "there" }}</p>{% products feed: "f" %}{{ item.title }}{% endproducts %}', 'html');
   });
 
-  it('check refuses a products tag without a feed, with a limit outside 1..50 or an unknown fallback', () => {
+  it('check refuses a products tag without a feed, with a limit outside 1..50 or an unknown fallback', async () => {
     const refused: Array<[string, RegExp]> = [
       ['', /feed is required/],
       ['limit: 4', /feed is required/],
@@ -116,17 +117,17 @@ describe('templates: output, checks and the block tag (no database)', () => {
     ];
     for (const [args, message] of refused) {
       const html = `{% products ${args} %}{{ item.title }}{% endproducts %}`;
-      expect(() => templates.check(html, 'html'), args).toThrow(ValidationError);
-      expect(() => templates.check(html, 'html'), args).toThrow(message);
+      await expect(check(html, 'html'), args).rejects.toThrow(ValidationError);
+      await expect(check(html, 'html'), args).rejects.toThrow(message);
     }
     for (const args of ['feed: "f", limit: 1', 'feed: "f", limit: 50', 'feed: "f", fallback: "most_viewed"', 'feed: "f" limit: 3 fallback: "cart_or_order_items"']) {
-      expect(() => templates.check(`{% products ${args} %}{% endproducts %}`, 'html'), args).not.toThrow();
+      await check(`{% products ${args} %}{% endproducts %}`, 'html');
     }
   });
 
   it('hands the block its arguments and the recipient; limit defaults to 4 and fallback to none', async () => {
     const source = fixedSource(['a']);
-    const own = createTemplates({ blockProducts: source });
+    const own = createTemplates({ blockProducts: source, threads: 1 });
     const html = '{% products feed: "feed-1" %}{% endproducts %}{% products feed: "feed-2", limit: 12, fallback: "most_viewed" %}{% endproducts %}';
     await own.render(own.compile(html), {}, { workspaceId: 'ws-1', contactId: 'c-1' });
     expect(source.requests).toEqual([
@@ -149,6 +150,7 @@ describe('templates: output, checks and the block tag (no database)', () => {
   it('a render that fails rejects with an Error; the compiled template still renders for the next recipient', async () => {
     let failing = true;
     const own = createTemplates({
+      threads: 1,
       blockProducts: async () => {
         if (failing) throw new Error('ranking failed');
         return [{ id: '1', title: 'Tee' } as Product];
@@ -158,14 +160,58 @@ describe('templates: output, checks and the block tag (no database)', () => {
     await expect(own.render(compiled, {}, NOBODY)).rejects.toThrow('ranking failed');
     failing = false;
     expect(await own.render(compiled, {}, NOBODY)).toBe('Hi Tee');
-    // A runaway loop fails its message rather than the process.
-    await expect(render('{% for i in (1..100000000) %}x{% endfor %}')).rejects.toThrow(/limit exceeded/);
+    // A runaway loop fails its message rather than the process, naming the part and the limit.
+    await expect(render('{% for i in (1..100000000) %}x{% endfor %}')).rejects.toThrow(/^html: template needs more than 10000000 characters or items of memory to render$/);
   });
 
   it('compile parses a template once and keeps it', () => {
     const html = '<p>{{ contact.email }}</p>';
     expect(templates.compile(html)).toBe(templates.compile(html));
     expect(templates.compile(html)).not.toBe(templates.compile(`${html} `));
+  });
+});
+
+describe('templates: render threads and their limits (no database)', () => {
+  const templates = createTemplates({ blockProducts: fixedSource(['a']), limits: { timeoutMs: 300, maxBytes: 2048 }, threads: 2 });
+  afterAll(() => templates.close());
+  const contact = { email: 'tom@example.com', first_name: 'Tom & Jerry', last_name: '<Cat>', phone: null };
+
+  it('escapes output in the HTML part only: the subject and the text are not HTML', async () => {
+    const content = { subject: 'Hi {{ contact.first_name }}', html: '<p>Hi {{ contact.first_name }} {{ contact.last_name }}</p>', text: 'Hi {{ contact.first_name }} {{ contact.last_name }}' };
+    expect(await templates.renderMessage(content, { contact }, NOBODY)).toEqual({
+      subject: 'Hi Tom & Jerry',
+      html: '<p>Hi Tom &amp; Jerry &lt;Cat&gt;</p>',
+      text: 'Hi Tom & Jerry <Cat>',
+    });
+    expect(await templates.renderMessage({ ...content, text: null }, { contact }, NOBODY)).toMatchObject({ text: null });
+    // The same text is a different template in each kind of part.
+    expect(templates.compile('{{ x }}', 'subject')).not.toBe(templates.compile('{{ x }}', 'html'));
+  });
+
+  it('a part past a limit fails naming the part and the limit, never the template; the next render works', async () => {
+    const slow = 'SECRET{% for i in (1..3000) %}{% for j in (1..3000) %}{% endfor %}{% endfor %}';
+    const ok = { subject: 'S', html: 'H', text: 'T' };
+    await expect(templates.renderMessage({ ...ok, text: slow }, {}, NOBODY)).rejects.toThrow(/^text: template took longer than 300 ms to render$/);
+    await expect(templates.renderMessage({ ...ok, subject: `{% for i in (1..3) %}${'y'.repeat(1000)}{% endfor %}` }, {}, NOBODY)).rejects.toThrow(
+      /^subject: template output exceeds 2048 bytes$/,
+    );
+    // Stuck in one step, where Liquid's own limit cannot look: the thread is ended at the deadline and replaced.
+    await expect(templates.check({ html: '{{ x }}'.repeat(149_000) }, 'steps[2].')).rejects.toThrow(/^steps\[2\]\.html: template took longer than 300 ms to parse$/);
+    expect(await templates.renderMessage(ok, {}, NOBODY)).toEqual({ subject: 'S', html: 'H', text: 'T' });
+    const error = await templates.renderMessage({ ...ok, html: slow }, {}, NOBODY).catch((e: Error) => e);
+    expect(error).toBeInstanceOf(ValidationError);
+    expect((error as Error).message).not.toContain('SECRET');
+  });
+
+  it('a runaway render costs one thread: others render meanwhile', async () => {
+    // Both threads started (two renders at once), so the second is not starting up while the first is stuck.
+    await Promise.all([1, 2].map((i) => templates.render(templates.compile(`warm ${i}`), {}, NOBODY)));
+    const stuck = templates.check({ html: '{{ x }}'.repeat(149_000) });
+    let stuckDone = false;
+    void stuck.catch(() => undefined).finally(() => void (stuckDone = true));
+    for (let i = 0; i < 5; i++) expect(await templates.render(templates.compile(`<p>{{ n }}${i}</p>`), { n: 'x' } as TemplateVariables, NOBODY)).toBe(`<p>x${i}</p>`);
+    expect(stuckDone).toBe(false);
+    await expect(stuck).rejects.toThrow(/took longer than 300 ms/);
   });
 });
 
@@ -255,7 +301,13 @@ describeEachDatabase('templates: product blocks', (h) => {
     expect(res.statusCode).toBeLessThan(300);
   };
 
-  const templates = () => createTemplates({ blockProducts: createBlockProductSource({ feeds: h().services.feeds, clock: h().clock }) });
+  const made: Templates[] = [];
+  afterAll(() => Promise.all(made.map((t) => t.close())));
+  const templates = () => {
+    const own = createTemplates({ blockProducts: createBlockProductSource({ feeds: h().services.feeds, clock: h().clock }), threads: 1 });
+    made.push(own);
+    return own;
+  };
 
   /** The external ids a block renders, in order. */
   const block = async (ws: TestWorkspace, args: string, contact: string | null = null, own = templates()) => {

@@ -32,6 +32,9 @@ const envSchema = z.object({
   EMK_SMTP_POOL: z.coerce.number().int().min(1).max(50, 'must be at most 50').default(5),
   // After SIGTERM the listener stays open this long, answering 503, while load balancers stop sending.
   EMK_DRAIN_GRACE_MS: z.coerce.number().min(0).max(120_000, 'must be at most 120000').int().default(5_000),
+  // A template part's parse and render on a render thread, and its output (docs/email.md, Templates).
+  EMK_TEMPLATE_TIMEOUT_MS: z.coerce.number().int().min(10, 'must be at least 10').max(60_000, 'must be at most 60000').default(1_000),
+  EMK_TEMPLATE_MAX_BYTES: z.coerce.number().int().min(1_024, 'must be at least 1024').max(104_857_600, 'must be at most 104857600').default(1_048_576),
 });
 
 /**
@@ -104,6 +107,9 @@ export interface EmkConfig {
   smtpMaxConnections: number;
   /** How long the listener stays open after SIGTERM (answering 503) before it closes. */
   drainGraceMs: number;
+  /** Limits of one template part's render: its deadline and its output. */
+  templateTimeoutMs: number;
+  templateMaxBytes: number;
 }
 
 export interface ConfigOverrides {
@@ -137,5 +143,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     smtpRatePerSecond: e.EMK_SMTP_RATE,
     smtpMaxConnections: e.EMK_SMTP_POOL,
     drainGraceMs: e.EMK_DRAIN_GRACE_MS,
+    templateTimeoutMs: e.EMK_TEMPLATE_TIMEOUT_MS,
+    templateMaxBytes: e.EMK_TEMPLATE_MAX_BYTES,
   };
 }

@@ -54,6 +54,7 @@ export function createServices(db: Database, options: ServiceOptions = {}) {
         await runtime.writer.close();
         await runtime.tableGrowth.settled();
         await sending.transport.close();
+        await sending.templates.close();
         await operations.rateLimiter.close();
         await db.close();
       })();

@@ -48,12 +48,9 @@ export function createCampaignService(deps: {
   const store = createCampaignStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
-  function checkTemplates(fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) {
-    for (const field of ['subject', 'html', 'text'] as const) {
-      const value = fields[field];
-      if (typeof value === 'string') templates.check(value, field);
-    }
-  }
+  /** Each template must parse and render against sample data within the limits: else a 400 naming its field. */
+  const checkTemplates = (fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) =>
+    templates.check({ subject: fields.subject, html: fields.html, text: fields.text });
 
   /** A campaign's segment must be one of the workspace's (checked in the saving transaction). */
   async function checkSegment(trx: Knex.Transaction, workspaceId: string, segmentId: string | null | undefined) {
@@ -122,7 +119,7 @@ export function createCampaignService(deps: {
 
     async create(workspaceId: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignCreateSchema, body);
-      checkTemplates(input);
+      await checkTemplates(input);
       await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       const now = clock();
       const row: CampaignRow = {
@@ -160,7 +157,7 @@ export function createCampaignService(deps: {
 
     async update(workspaceId: string, id: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignUpdateSchema, body);
-      checkTemplates(input);
+      await checkTemplates(input);
       await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       return writeTransaction(async (trx) => {
         await loadDraft(trx, workspaceId, id);

@@ -48,7 +48,7 @@ export function createFlowService(deps: {
   const store = createFlowStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
-  /** Templates parse, filters are usable conditions, a segment trigger names a segment: each 400 names its place. */
+  /** Templates parse and render within the limits, filters are usable conditions, a segment trigger names a segment: each 400 names its place. */
   async function check(
     db: Db,
     workspaceId: string,
@@ -56,9 +56,7 @@ export function createFlowService(deps: {
   ) {
     for (const [i, step] of (input.steps ?? []).entries()) {
       if (step.type !== 'email') continue;
-      templates.check(step.subject, `steps[${i}].subject`);
-      templates.check(step.html, `steps[${i}].html`);
-      if (typeof step.text === 'string') templates.check(step.text, `steps[${i}].text`);
+      await templates.check({ subject: step.subject, html: step.html, text: step.text }, `steps[${i}].`);
       await deps.senders.checkFromEmail(workspaceId, step.from_email, `steps[${i}].from_email`);
     }
     if (input.filters) parseConditions(input.filters, 'filters');

@@ -48,6 +48,19 @@ const withText = (record: MessageRecord): MessageRecord =>
 
 const DEFAULT_FROM = 'no-reply@localhost';
 const SMTP_PARALLEL = 8;
+/** Renders in flight at once: enough to keep every render thread busy while this thread fetches block products. */
+const RENDER_PARALLEL = 32;
+
+/** `fn` over `items`, at most `limit` at a time, results in the order of `items`. */
+async function mapConcurrently<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lane = async () => {
+    for (let i = next++; i < items.length; i = next++) results[i] = await fn(items[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
+}
 
 /** The variables every message's template sees about its recipient (docs/email.md, Templates). */
 export function contactVariables(contact: PendingMessage['contact']): TemplateVariables['contact'] {
@@ -92,9 +105,7 @@ export function createMessageService(deps: {
     const consent = signer.consentUrls(message.contact_id);
     const variables: TemplateVariables = { ...shared, contact: contactVariables(message.contact), ...consent };
     const context = { workspaceId: message.workspace_id, contactId: message.contact_id };
-    const subject = await templates.render(templates.compile(content.subject), variables, context);
-    const html = await templates.render(templates.compile(content.html), variables, context);
-    const text = content.text === null ? null : await templates.render(templates.compile(content.text), variables, context);
+    const { subject, html, text } = await templates.renderMessage(content, variables, context);
     return {
       message,
       subject,
@@ -160,14 +171,18 @@ export function createMessageService(deps: {
       const { sender } = await settings.cached(workspaceId);
       const signer = await tracking.signerFor(workspaceId);
       const shared = { workspace: { name: workspace.name } };
+      // Rendered on the pool's threads, several at once; kept in the batch's order.
+      const results = await mapConcurrently(due, RENDER_PARALLEL, (message) =>
+        render(message, content, signer, { ...options.variablesOf?.(message), ...shared }).then(
+          (r) => r,
+          (error: unknown) => error instanceof Error ? error : new Error(String(error)),
+        ),
+      );
       const rendered: Rendered[] = [];
-      for (const message of due) {
-        try {
-          rendered.push(await render(message, content, signer, { ...options.variablesOf?.(message), ...shared }));
-        } catch (error) {
-          const reason = error instanceof Error ? error.message : String(error);
-          outcomes.push({ id: message.id, status: 'failed', subject: null, html: null, text: null, error: `render failed: ${reason}`, sent_at: null });
-        }
+      for (const [i, result] of results.entries()) {
+        if (!(result instanceof Error)) rendered.push(result);
+        // A message past a template limit fails alone; the error names the part and the limit, never the template.
+        else outcomes.push({ id: due[i]!.id, status: 'failed', subject: null, html: null, text: null, error: `render failed: ${result.message}`, sent_at: null });
       }
 
       const now = clock();

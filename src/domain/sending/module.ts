@@ -16,7 +16,7 @@ import type { SettingsService } from '../settings/settings-service.js';
 import type { Clock } from '../shared/time.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
 import { createBlockProductSource } from '../templates/product-block-source.js';
-import { createTemplates } from '../templates/template-engine.js';
+import { createTemplates, type TemplateLimits } from '../templates/template-engine.js';
 import { createTrackingService } from '../tracking/tracking-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 
@@ -28,6 +28,8 @@ export interface EmailOptions {
   smtpUrl?: string | undefined;
   smtpRatePerSecond?: number;
   smtpMaxConnections?: number;
+  /** A template part's deadline and output cap (unset: 1 s and 1 MiB). */
+  templateLimits?: TemplateLimits;
 }
 
 export const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
@@ -37,6 +39,7 @@ export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
   smtpUrl: config.smtpUrl,
   smtpRatePerSecond: config.smtpRatePerSecond,
   smtpMaxConnections: config.smtpMaxConnections,
+  templateLimits: { timeoutMs: config.templateTimeoutMs, maxBytes: config.templateMaxBytes },
 });
 
 /**
@@ -62,7 +65,7 @@ export function createSendingModule(
   },
 ) {
   const { email, workspaces, settings, identityTokens, attribution } = deps;
-  const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds: deps.feeds }) });
+  const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds: deps.feeds }), limits: email.templateLimits });
   const transport = createTransport({ smtpUrl: email.smtpUrl, ratePerSecond: email.smtpRatePerSecond, maxConnections: email.smtpMaxConnections });
   const tracking = createTrackingService({
     ...runtime,

@@ -1,58 +1,22 @@
-import {
-  Context,
-  Drop,
-  LiquidError,
-  Liquid,
-  Tag,
-  TypeGuards,
-  type Emitter,
-  type Parser,
-  type Scope,
-  type TagToken,
-  type Template,
-  type TopLevelToken,
-  type ValueToken,
-} from 'liquidjs';
+import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
-import type { OrderItem } from '../orders/order.schema.js';
-import type { Product } from '../products/product.schema.js';
-import { BLOCK_FALLBACKS, type BlockFallback, type BlockProductSource } from './product-block-source.js';
+import type { BlockProductSource } from './product-block-source.js';
+import { createRenderPool, type RenderPool } from './render-pool.js';
+import {
+  blockItem,
+  blockKey,
+  DEFAULT_TEMPLATE_LIMITS,
+  limitMessage,
+  type BlockArguments,
+  type BlockItem,
+  type PartKind,
+  type PartSource,
+  type RenderReply,
+  type TemplateLimits,
+  type TemplateVariables,
+} from './render-protocol.js';
 
-/**
- * What a message template may read (CONTRACT with whoever builds the variables of a send). Groups a send has no
- * value for are left out and render as empty text.
- */
-export interface TemplateVariables {
-  /** The recipient: the fields below plus every one of its properties under its own name. */
-  contact?: {
-    email: string;
-    first_name: string | null;
-    last_name: string | null;
-    phone: string | null;
-    [property: string]: unknown;
-  };
-  /** The event that started the flow. `created_at` is RFC 3339. */
-  event?: { name: string; properties: Record<string, unknown>; created_at: string };
-  /** `id` is the shop's order number. */
-  order?: {
-    id: string | null;
-    external_id: string | null;
-    total_amount: number;
-    currency: string;
-    status: string;
-    items: OrderItem[];
-  };
-  cart?: {
-    external_id: string | null;
-    total_amount: number | null;
-    currency: string | null;
-    checkout_url: string | null;
-    items: unknown[];
-  };
-  workspace?: { name: string };
-  unsubscribe_url?: string;
-  preferences_url?: string;
-}
+export { DEFAULT_TEMPLATE_LIMITS, type TemplateLimits, type TemplateVariables } from './render-protocol.js';
 
 /** Who a render is for: what a product block ranks its feed for. */
 export interface RenderRecipient {
@@ -60,185 +24,164 @@ export interface RenderRecipient {
   contactId: string | null;
 }
 
-/** A parsed template, reusable for every recipient. */
-export type CompiledTemplate = Template[];
+/** Which part of a message a template is: the HTML part escapes its output, the subject and the text do not. */
+export type MessagePart = 'subject' | 'html' | 'text';
 
-const MAX_BLOCK_LIMIT = 50;
-const DEFAULT_BLOCK_LIMIT = 4;
+const kindOf = (part: MessagePart): PartKind => (part === 'html' ? 'html' : 'plain');
 
-/** Parsed templates kept: a send renders one template for all its recipients, so a few hundred is plenty. */
+/** A template ready to render for every recipient: its text, how its output is written, its product blocks. */
+export interface CompiledTemplate {
+  readonly kind: PartKind;
+  readonly key: string;
+  readonly source: string;
+}
+
+/** A template that cannot be used: it does not parse, fails to render or passes a limit. A 400 naming the field. */
+export class TemplateError extends ValidationError {}
+
+type Failure = Extract<RenderReply, { ok: false }>;
+type Analysis = { ok: true; blocks: BlockArguments[] } | Failure;
+
+/** Templates kept ready (and their product blocks): a send renders one template for all its recipients. */
 const COMPILED_CACHE_SIZE = 300;
 
-/** Where a render keeps its recipient for the product blocks (a register: templates cannot read or change it). */
-const RECIPIENT_REGISTER = 'emk:recipient';
-
-/** The product fields a block's `item` exposes. */
-const blockItem = (product: Product) => ({
-  title: product.title,
-  url: product.url,
-  image_url: product.image_url,
-  price: product.price,
-  compare_at_price: product.compare_at_price,
-  currency: product.currency,
-  description: product.description,
-  categories: product.categories,
-  external_id: product.external_id,
-});
-
-/** `forloop` inside a product block, as liquidjs's `for` tag exposes it; one per item, so a template cannot move it. */
-class BlockLoop extends Drop {
-  constructor(
-    private readonly index0Value: number,
-    readonly length: number,
-  ) {
-    super();
-  }
-  index0() {
-    return this.index0Value;
-  }
-  index() {
-    return this.index0Value + 1;
-  }
-  first() {
-    return this.index0Value === 0;
-  }
-  last() {
-    return this.index0Value === this.length - 1;
-  }
-  rindex() {
-    return this.length - this.index0Value;
-  }
-  rindex0() {
-    return this.length - this.index0Value - 1;
-  }
-}
-
-interface BlockArguments {
-  feedId: string;
-  limit: number;
-  fallback: BlockFallback | null;
-}
+/** What a check at save renders against: every variable group of the contract, so every branch can run. */
+const SAMPLE_VARIABLES: TemplateVariables = {
+  contact: { email: 'sample@example.com', first_name: 'Sample', last_name: 'Recipient', phone: '+10000000000' },
+  event: { name: 'sample_event', properties: {}, created_at: '2026-01-01T00:00:00.000Z' },
+  order: {
+    id: '1001',
+    external_id: 'sample-order',
+    total_amount: 10,
+    currency: 'EUR',
+    status: 'paid',
+    items: [{ external_id: 'sample-1', title: 'Sample product 1', quantity: 1, price: 10 }],
+  },
+  cart: { external_id: 'sample-cart', total_amount: 10, currency: 'EUR', checkout_url: 'https://example.com/checkout', items: [{ title: 'Sample product 1' }] },
+  workspace: { name: 'Sample shop' },
+  unsubscribe_url: 'https://example.com/u/sample',
+  preferences_url: 'https://example.com/p/sample',
+};
 
 /**
- * The arguments of `{% products feed: "ID", limit: 4, fallback: "best_selling" %}`: literals only, so a
- * template is checked whole when saved, not found wrong at its 10,000th recipient.
+ * Message templates (docs/email.md, Templates): Liquid where `{{ }}` output is HTML-escaped in the HTML part
+ * only (`| raw` opts out), unknown filters are refused, nothing reads files, and a product block shows a feed
+ * ranked for each recipient. Parsing and rendering run on a pool of threads (render-pool.ts), each part within
+ * a deadline and an output cap; the product blocks' products are fetched here first, since a thread has no
+ * database, and handed to the thread with the variables.
  */
-function blockArguments(hashes: Array<{ name: string; value: ValueToken | undefined }>): BlockArguments {
-  const problem = (text: string) => new Error(`products tag: ${text}`);
-  const args: Partial<Record<'feed' | 'limit' | 'fallback', ValueToken | undefined>> = {};
-  for (const { name, value } of hashes) {
-    if (name !== 'feed' && name !== 'limit' && name !== 'fallback') throw problem(`unknown argument ${name} (expected feed, limit, fallback)`);
-    if (name in args) throw problem(`${name} given twice`);
-    args[name] = value;
-  }
-  const { feed, limit, fallback } = args;
-  if (!TypeGuards.isQuotedToken(feed) || feed.content.trim() === '') throw problem('feed is required, a quoted feed id');
-  if (limit !== undefined && !(TypeGuards.isNumberToken(limit) && Number.isInteger(limit.content) && limit.content >= 1 && limit.content <= MAX_BLOCK_LIMIT)) {
-    throw problem(`limit must be an integer from 1 to ${MAX_BLOCK_LIMIT}`);
-  }
-  const fallbackName = TypeGuards.isQuotedToken(fallback) ? fallback.content : null;
-  if (fallback !== undefined && !BLOCK_FALLBACKS.includes(fallbackName as BlockFallback)) {
-    throw problem(`fallback must be one of ${BLOCK_FALLBACKS.join(', ')}`);
-  }
-  return {
-    feedId: feed.content.trim(),
-    limit: limit === undefined ? DEFAULT_BLOCK_LIMIT : (limit.content as number),
-    fallback: fallbackName as BlockFallback | null,
-  };
-}
-
-/**
- * Message templates: Liquid where every `{{ }}` output is HTML-escaped (`| raw` opts out), unknown filters are
- * refused when parsed, nothing reads files, and a product block ranks a feed for each recipient.
- */
-export function createTemplates(deps: { blockProducts: BlockProductSource }) {
+export function createTemplates(deps: { blockProducts: BlockProductSource; limits?: Partial<TemplateLimits>; threads?: number }) {
   const { blockProducts } = deps;
-  const liquid = new Liquid({
-    outputEscape: 'escape',
-    strictFilters: true,
-    // A missing variable (no order in a campaign) renders as nothing.
-    strictVariables: false,
-    ownPropertyOnly: true,
-    // A template is tenant input: a runaway loop fails its message instead of stalling the send.
-    memoryLimit: 10_000_000,
-    renderLimit: 10_000,
-  });
-  // Templates come from the database, not from files: no partials or layouts.
-  for (const name of ['include', 'render', 'layout']) delete liquid.tags[name];
+  const limits: TemplateLimits = { ...DEFAULT_TEMPLATE_LIMITS, ...deps.limits };
+  // Started at the first render: a command that renders nothing starts no thread.
+  let pool: RenderPool | null = null;
+  const run: RenderPool['run'] = (task) => (pool ??= createRenderPool({ limits, threads: deps.threads })).run(task);
 
-  class ProductsTag extends Tag {
-    private readonly args: BlockArguments;
-    private readonly templates: Template[] = [];
+  const compiled: Record<PartKind, Map<string, CompiledTemplate>> = { html: new Map(), plain: new Map() };
+  const analyses = new Map<CompiledTemplate, Promise<Analysis>>();
 
-    constructor(token: TagToken, remainTokens: TopLevelToken[], liquid: Liquid, parser: Parser) {
-      super(token, remainTokens, liquid);
-      const hashes = this.tokenizer.readHashes().map((hash) => ({ name: hash.name.content, value: hash.value }));
-      this.tokenizer.skipBlank();
-      if (!this.tokenizer.end()) throw new Error(`products tag: cannot read "${this.tokenizer.remaining()}"`);
-      this.args = blockArguments(hashes);
-      const stream = parser
-        .parseStream(remainTokens)
-        .on('tag:endproducts', () => void stream.stop())
-        .on('template', (template: Template) => void this.templates.push(template))
-        .on('end', () => {
-          throw new Error('unexpected end of template, missing {% endproducts %}');
-        });
-      stream.start();
-    }
-
-    /** Like liquidjs's `for`: `item` and `forloop` in a scope of their own, `break` and `continue` honoured. */
-    *render(ctx: Context, emitter: Emitter): Generator<unknown, void, unknown> {
-      const recipient = ctx.getRegister(RECIPIENT_REGISTER) as RenderRecipient;
-      const products = (yield blockProducts({ ...recipient, ...this.args })) as Product[];
-      const scope: Scope = {};
-      ctx.push(scope);
-      for (const [i, product] of products.entries()) {
-        scope['item'] = blockItem(product);
-        scope['forloop'] = new BlockLoop(i, products.length);
-        ctx.continueCalled = ctx.breakCalled = false;
-        yield this.liquid.renderer.renderTemplates(this.templates, ctx, emitter);
-        if (ctx.breakCalled) break;
-      }
-      ctx.continueCalled = ctx.breakCalled = false;
-      ctx.pop();
-    }
-  }
-  liquid.registerTag('products', ProductsTag);
-
-  const compiled = new Map<string, CompiledTemplate>();
-
-  /** The parsed template, from a least-recently-used cache keyed by its text: a send parses once. */
-  function compile(html: string): CompiledTemplate {
-    const cached = compiled.get(html);
+  /** A least-recently-used cache keyed by the template's text: a send hashes and parses once. */
+  function compile(source: string, part: MessagePart = 'html'): CompiledTemplate {
+    const kind = kindOf(part);
+    const cache = compiled[kind];
+    const cached = cache.get(source);
     if (cached) {
-      compiled.delete(html);
-      compiled.set(html, cached);
+      cache.delete(source);
+      cache.set(source, cached);
       return cached;
     }
-    const template = liquid.parse(html);
-    if (compiled.size >= COMPILED_CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
-    compiled.set(html, template);
+    const template: CompiledTemplate = { kind, source, key: createHash('sha1').update(source).digest('base64') };
+    if (cache.size >= COMPILED_CACHE_SIZE) {
+      const [oldest, dropped] = cache.entries().next().value!;
+      cache.delete(oldest);
+      analyses.delete(dropped);
+    }
+    cache.set(source, template);
     return template;
   }
 
+  const partOf = (template: CompiledTemplate, field: string): PartSource => ({ field, kind: template.kind, key: template.key, source: template.source });
+
+  const problem = (field: string, failure: Failure): TemplateError =>
+    new TemplateError(`${field}: ${failure.kind === 'template' ? failure.message : limitMessage(failure.kind, limits, failure.phase)}`);
+
+  /**
+   * The product blocks of a template, parsed once on a thread. A template that does not parse fails every time,
+   * so that answer is kept; a parse that ran out of time may only have met a busy machine, and a failure of the
+   * pool is not the template's, so neither is remembered: the next recipient tries again.
+   */
+  function analyse(template: CompiledTemplate): Promise<Analysis> {
+    let analysis = analyses.get(template);
+    if (!analysis) {
+      analysis = run({ op: 'blocks', part: partOf(template, '') }).then((reply) => reply as Analysis);
+      analyses.set(template, analysis);
+      const forget = () => analyses.delete(template);
+      analysis.then((result) => {
+        if (!result.ok && result.kind !== 'template') forget();
+      }, forget);
+    }
+    return analysis;
+  }
+
+  /** Renders parts for one recipient in one task: their blocks' products fetched first, then the thread renders. */
+  async function renderParts(parts: Array<{ field: string; template: CompiledTemplate }>, variables: TemplateVariables, recipient: RenderRecipient): Promise<string[]> {
+    const found = await Promise.all(parts.map(({ template }) => analyse(template)));
+    const blocks: Record<string, BlockItem[]> = {};
+    for (const [i, analysis] of found.entries()) {
+      if (!analysis.ok) throw problem(parts[i]!.field, analysis);
+      for (const args of analysis.blocks) {
+        const key = blockKey(args);
+        if (!(key in blocks)) blocks[key] = (await blockProducts({ ...recipient, ...args })).map(blockItem);
+      }
+    }
+    const reply = await run({ op: 'render', parts: parts.map(({ field, template }) => partOf(template, field)), variables, blocks, sample: false });
+    if (!reply.ok) throw problem(parts[reply.part]!.field, reply);
+    return 'outputs' in reply ? reply.outputs : [];
+  }
+
   return {
+    limits,
     compile,
 
-    /** Refuses a template that does not parse (or a product block with bad arguments), naming `field`. */
-    check(html: string, field: string): void {
-      try {
-        compile(html);
-      } catch (error) {
-        if (error instanceof LiquidError) throw new ValidationError(`${field}: ${error.message}`);
-        throw error;
-      }
+    /** One template for one recipient. Rejects with a TemplateError naming `field`, or the error of a product block. */
+    async render(template: CompiledTemplate, variables: TemplateVariables, recipient: RenderRecipient, field = 'html'): Promise<string> {
+      const [output] = await renderParts([{ field, template }], variables, recipient);
+      return output!;
     },
 
-    /** The template for one recipient. Rejects (an Error) when a filter or a product block fails. */
-    async render(template: CompiledTemplate, variables: TemplateVariables, recipient: RenderRecipient): Promise<string> {
-      const ctx = new Context(variables, liquid.options, {}, { liquid });
-      ctx.setRegister(RECIPIENT_REGISTER, { workspaceId: recipient.workspaceId, contactId: recipient.contactId });
-      return (await liquid.render(template, ctx)) as string;
+    /** A message's subject, HTML and text (when it has a text template) for one recipient, in one task. */
+    async renderMessage(
+      content: { subject: string; html: string; text: string | null },
+      variables: TemplateVariables,
+      recipient: RenderRecipient,
+    ): Promise<{ subject: string; html: string; text: string | null }> {
+      const parts = [
+        { field: 'subject', template: compile(content.subject, 'subject') },
+        { field: 'html', template: compile(content.html, 'html') },
+        ...(content.text === null ? [] : [{ field: 'text', template: compile(content.text, 'text') }]),
+      ];
+      const [subject, html, text] = await renderParts(parts, variables, recipient);
+      return { subject: subject!, html: html!, text: text ?? null };
+    },
+
+    /**
+     * Refuses (TemplateError, a 400) a template that does not parse or cannot render against sample data within
+     * the limits, naming its field: `${prefix}subject`, `${prefix}html`, `${prefix}text`.
+     */
+    async check(fields: Partial<Record<MessagePart, string | null | undefined>>, prefix = ''): Promise<void> {
+      const parts = (['subject', 'html', 'text'] as const).flatMap((part) => {
+        const source = fields[part];
+        return typeof source === 'string' ? [partOf(compile(source, part), `${prefix}${part}`)] : [];
+      });
+      if (parts.length === 0) return;
+      const reply = await run({ op: 'render', parts, variables: SAMPLE_VARIABLES, blocks: {}, sample: true });
+      if (!reply.ok) throw problem(parts[reply.part]!.field, reply);
+    },
+
+    /** Ends the render threads. */
+    close: async (): Promise<void> => {
+      await pool?.close();
+      pool = null;
     },
   };
 }

@@ -26,7 +26,7 @@ export function campaignRoutes(services: Services) {
       {
         schema: describeRoute({
           ...campaigns,
-          summary: 'Create a draft (templates are checked: a template that does not parse is a 400 naming its field)',
+          summary: 'Create a draft (templates are checked: one that does not parse or cannot render within the limits is a 400 naming its field)',
           body: campaignCreateSchema,
           replies: { 201: campaignRecordSchema },
           errors: [400, 401],
