@@ -329,11 +329,14 @@ describeEachDatabase('Browser SDK (emk.js) in Chromium', (h) => {
       expect(post.body.source).toBe('example-shop');
       expect((post.body.properties as Record<string, unknown>)._shop).toBe('shop.example.com');
     }
-    const owned = await events(`?contact_id=${(await contactOf(customer)).id}`);
+    // The requests were seen leaving the page; their writes may still be committing.
+    await eventually(() => events('?event_name=form_submitted'), (rows) => rows.length === 1 && rows[0]!.contact_id !== null);
+    const customerId = (await contactOf(customer)).id;
+    const owned = await eventually(() => events(`?contact_id=${customerId}`), (rows) => rows.length >= 3);
     expect(owned.map((e) => e.event_name).sort()).toEqual(['active_on_site', 'added_to_cart', 'viewed_product']);
-    const subscriber = await contactOf('ann.lee@example.com');
-    expect(subscriber.properties).toMatchObject({ first_name: 'Ann' });
-    expect((await events(`?contact_id=${subscriber.id}`)).map((e) => e.event_name)).toEqual(['form_submitted']);
+    const subscriber = await eventually(() => contactOf('ann.lee@example.com'), (c) => c.properties.first_name === 'Ann');
+    const submitted = await eventually(() => events(`?contact_id=${subscriber.id}`), (rows) => rows.length >= 1);
+    expect(submitted.map((e) => e.event_name)).toEqual(['form_submitted']);
   });
 
   // ---------------------------------------------------------------- robustness
