@@ -18,6 +18,8 @@ import type { SuppressionService } from '../suppressions/suppression-service.js'
 import { createBlockProductSource } from '../templates/product-block-source.js';
 import { createTemplates } from '../templates/template-engine.js';
 import { createTrackingService } from '../tracking/tracking-service.js';
+import { createRelayWebhookService } from '../relay-webhooks/relay-webhook-service.js';
+import type { RelayFetch } from '../relay-webhooks/relay-signatures.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
@@ -28,6 +30,8 @@ export interface EmailOptions {
   smtpUrl?: string | undefined;
   smtpRatePerSecond?: number;
   smtpMaxConnections?: number;
+  /** How relay webhooks fetch SNS certificates and subscription links (unset: HTTPS with a timeout; tests give their own). */
+  relayFetch?: RelayFetch;
 }
 
 export const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
@@ -41,7 +45,7 @@ export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
 
 /**
  * Sending: templates, the render → deliver pipeline of messages, the relay, tracking of opens and clicks, and
- * the consent pages every marketing message links to.
+ * the consent pages every marketing message links to, and the relays' bounce and complaint webhooks.
  */
 export function createSendingModule(
   runtime: Runtime,
@@ -87,5 +91,15 @@ export function createSendingModule(
     baseUrl: email.baseUrl,
   });
   const consent = createConsentService({ ...runtime, tracking, contactLookup: deps.contactLookup, contacts: deps.contacts, workspaces });
-  return { templates, transport, tracking, messages, consent };
+  const relayWebhooks = createRelayWebhookService({
+    ...runtime,
+    messages: createMessageLookup(runtime.dialect),
+    contactLookup: deps.contactLookup,
+    contacts: deps.contacts,
+    suppressions: deps.suppressions,
+    baseUrl: email.baseUrl,
+    fetchText: email.relayFetch,
+    clock: deps.clock,
+  });
+  return { templates, transport, tracking, messages, consent, relayWebhooks };
 }
