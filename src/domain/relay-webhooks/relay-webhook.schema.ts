@@ -23,7 +23,7 @@ function isSendGridKey(value: string): boolean {
  */
 export const createRelayWebhookSchema = z
   .object({
-    provider: z.enum(RELAY_PROVIDERS, { error: `must be one of ${RELAY_PROVIDERS.join(', ')}` }),
+    provider: z.enum(RELAY_PROVIDERS),
     secret: text(256).optional(),
     public_key: text(512).optional(),
   })
