@@ -83,6 +83,9 @@ it('the SMTP transport: headers, text part, same Message-ID on a second hand-ove
     expect(first!.text).toContain('the sale [https://shop.test/x]');
     expect(rawHeader(first!, 'list-unsubscribe')).toBe('<https://emk.test/cp/unsubscribe/abc>');
     expect(rawHeader(first!, 'list-unsubscribe-post')).toBe('List-Unsubscribe=One-Click');
+    // Postmark's metadata and SendGrid's unique argument: where those relays echo the id in their webhooks.
+    expect(rawHeader(first!, 'x-pm-metadata-emk_message_id')).toBe('0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee');
+    expect(JSON.parse(rawHeader(first!, 'x-smtpapi')!)).toEqual({ unique_args: { emk_message_id: '0190aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee' } });
     expect(rawHeader(transactional!, 'list-unsubscribe')).toBeUndefined();
     expect(rawHeader(transactional!, 'list-unsubscribe-post')).toBeUndefined();
     expect(transactional!.text?.trim()).toBe('Plain');

@@ -36,6 +36,8 @@ import { consentRoutes } from './routes/consent/consent-routes.js';
 import { segmentIngestRoutes } from './routes/segment-ingest/segment-ingest-routes.js';
 import { senderRoutes } from './routes/senders/sender-routes.js';
 import { userRoutes } from './routes/users/user-routes.js';
+import { relayWebhookRoutes } from './routes/relay-webhooks/relay-webhook-routes.js';
+import { espRoutes } from './routes/esp/esp-routes.js';
 
 /** Bodies above 5 MiB are refused with 413 (docs/api/errors.md). */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -93,6 +95,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes(services));
   await app.register(trackingRoutes(services));
   await app.register(consentRoutes(services));
+  await app.register(espRoutes(services));
   await app.register(authRoutes(services, config), { prefix: '/api/v1/auth' });
   await app.register(
     async (api) => {
@@ -111,6 +114,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         await owners.register(settingsRoutes(services));
         await owners.register(userRoutes(services));
         await owners.register(senderRoutes(services));
+        await owners.register(relayWebhookRoutes(services));
       });
       await api.register(campaignRoutes(services));
       await api.register(flowRoutes(services));

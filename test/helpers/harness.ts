@@ -1,7 +1,7 @@
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { loadConfig, type EmkConfig } from '../../src/domain/config.js';
-import { createServices, emailOptionsOf, type Services } from '../../src/domain/create-services.js';
+import { createServices, emailOptionsOf, type EmailOptions, type Services } from '../../src/domain/create-services.js';
 import { openDatabase } from '../../src/domain/db/database.js';
 import { buildApp } from '../../src/server/app.js';
 import { createTestDatabase, DIALECTS, type DialectName, type TestDatabase } from './test-databases.js';
@@ -57,11 +57,16 @@ export interface Harness {
   request(options: InjectOptions & { key?: string; json?: unknown }): Promise<LightMyRequestResponse>;
 }
 
-export async function createHarness(dialect: DialectName, env: Record<string, string> = {}): Promise<Harness> {
+/** What a suite sets on its services beyond the environment (a relay webhook's certificate fetcher). */
+export interface HarnessOptions {
+  email?: Partial<EmailOptions>;
+}
+
+export async function createHarness(dialect: DialectName, env: Record<string, string> = {}, options: HarnessOptions = {}): Promise<Harness> {
   const database = await createTestDatabase(dialect);
   const config = loadConfig({ ...NO_LIMITS, ...env, EMK_DATABASE_URL: database.url, EMK_LOG_LEVEL: 'silent' });
   const clock = manualClock();
-  const services = createServices(openDatabase(config.databaseUrl), { clock, email: emailOptionsOf(config) });
+  const services = createServices(openDatabase(config.databaseUrl), { clock, email: { ...emailOptionsOf(config), ...options.email } });
   const app = await buildApp({ services, config, logLevel: 'silent' });
   return {
     dialect,
@@ -108,12 +113,13 @@ export function describeEachDatabase(
   name: string,
   define: (h: () => Harness, dialect: DialectName) => void,
   env: Record<string, string> = {},
+  options: HarnessOptions = {},
 ): void {
   for (const dialect of DIALECTS) {
     describe(`${name} [${dialect}]`, () => {
       let harness: Harness | undefined;
       beforeAll(async () => {
-        harness = await createHarness(dialect, env);
+        harness = await createHarness(dialect, env, options);
       });
       afterAll(async () => {
         if (harness) await closeHarness(harness);

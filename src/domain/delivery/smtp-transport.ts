@@ -33,9 +33,13 @@ export function createSmtpTransport(options: { url: string; ratePerSecond: numbe
           html: mail.html,
           text: mail.text ?? textFromHtml(mail.html),
           messageId: messageIdHeader(mail),
-          headers: mail.listUnsubscribeUrl
-            ? { 'List-Unsubscribe': `<${mail.listUnsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' }
-            : {},
+          headers: {
+            ...(mail.listUnsubscribeUrl ? { 'List-Unsubscribe': `<${mail.listUnsubscribeUrl}>`, 'List-Unsubscribe-Post': 'List-Unsubscribe=One-Click' } : {}),
+            // Where Postmark and SendGrid echo the message's id in their bounce and complaint webhooks (relay-webhooks/).
+            'X-PM-Metadata-emk_message_id': mail.messageId,
+            // Prepared: as written, not MIME-encoded (SendGrid reads the JSON itself).
+            'X-SMTPAPI': { prepared: true, value: JSON.stringify({ unique_args: { emk_message_id: mail.messageId } }) },
+          },
         });
         return { status: 'sent' };
       } catch (error) {

@@ -42,8 +42,20 @@ export interface TrackedMessage {
   flow_id: string | null;
 }
 
+/** A message as relay webhooks read it. */
+export interface RelayedMessage {
+  id: string;
+  contact_id: string;
+  to: string;
+  status: MessageStatus;
+}
+
+/** What a relay's webhook reports of a message: its status, one more soft bounce, or its delivery. */
+export type RelayReport = 'bounced' | 'complained' | 'soft_bounce' | 'delivered';
+
 const UNFINISHED: MessageStatus[] = ['queued', 'sending'];
-const DELIVERED: MessageStatus[] = ['sent', 'captured'];
+/** Handed over: a message a relay later reported bounced or complained about was sent all the same. */
+const DELIVERED: MessageStatus[] = ['sent', 'captured', 'bounced', 'complained'];
 
 /** A flow step's message as first written: queued, keyed by enrolment × step. */
 export interface FlowMessageRow {
@@ -107,6 +119,8 @@ export function createMessageStore(dialect: Dialect) {
     status: row.status as MessageStatus,
     error: (row.error as string | null) ?? null,
     sent_at: toIso(row.sent_at as number | null),
+    delivered_at: toIso((row.delivered_at as number | null) ?? null),
+    soft_bounces: Number(row.soft_bounces ?? 0),
     opened_at: toIso(row.opened_at as number | null),
     clicked_at: toIso(row.clicked_at as number | null),
     created_at: toIso(row.created_at as number)!,
@@ -234,6 +248,20 @@ export function createMessageStore(dialect: Dialect) {
           ),
         );
       }
+    },
+
+    async findForRelay(db: Db, workspaceId: string, id: string): Promise<RelayedMessage | null> {
+      const row = await db('messages').where({ workspace_id: workspaceId, id }).first('id', 'contact_id', 'to_email', 'status');
+      return row ? { id: row.id, contact_id: row.contact_id, to: row.to_email, status: row.status } : null;
+    },
+
+    /** What a relay reported after the hand-over (relay webhooks): a complaint outranks a bounce. */
+    async markRelayed(db: Db, id: string, report: RelayReport, now: number): Promise<void> {
+      const row = db('messages').where({ id });
+      if (report === 'bounced') await row.whereNot({ status: 'complained' }).update({ status: 'bounced', updated_at: now });
+      else if (report === 'complained') await row.update({ status: 'complained', updated_at: now });
+      else if (report === 'soft_bounce') await row.update({ soft_bounces: db.raw('soft_bounces + 1'), updated_at: now });
+      else await row.whereNull('delivered_at').update({ delivered_at: now, updated_at: now });
     },
 
     async get(db: Db, workspaceId: string, id: string): Promise<MessageRecord | null> {

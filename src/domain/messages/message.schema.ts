@@ -3,9 +3,10 @@ import { text } from '../shared/validate.js';
 
 /**
  * `queued`: written when the recipients were fixed, nothing rendered yet; `sending`: rendered and being handed
- * to the relay; then `captured` (no SMTP configured), `sent` or `failed` (with `error`).
+ * to the relay; then `captured` (no SMTP configured), `sent` or `failed` (with `error`). After the hand-over a
+ * relay's webhook may report a sent message `bounced` (a permanent failure) or `complained` (marked as spam).
  */
-export const MESSAGE_STATUSES = ['queued', 'sending', 'captured', 'sent', 'failed'] as const;
+export const MESSAGE_STATUSES = ['queued', 'sending', 'captured', 'sent', 'failed', 'bounced', 'complained'] as const;
 export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 export type MessageType = 'marketing' | 'transactional';
 
@@ -28,6 +29,10 @@ export interface MessageRecord {
   status: MessageStatus;
   error: string | null;
   sent_at: string | null;
+  /** When the relay reported the receiving server took it (relay webhooks). */
+  delivered_at: string | null;
+  /** Temporary failures relays reported for it after the hand-over. */
+  soft_bounces: number;
   opened_at: string | null;
   clicked_at: string | null;
   created_at: string;
@@ -46,6 +51,8 @@ export const messageRecordSchema = z.object({
   status: z.enum(MESSAGE_STATUSES),
   error: z.string().nullable(),
   sent_at: z.string().nullable(),
+  delivered_at: z.string().nullable(),
+  soft_bounces: z.number().int(),
   opened_at: z.string().nullable(),
   clicked_at: z.string().nullable(),
   created_at: z.string(),

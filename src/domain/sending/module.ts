@@ -18,6 +18,8 @@ import type { SuppressionService } from '../suppressions/suppression-service.js'
 import { createBlockProductSource } from '../templates/product-block-source.js';
 import { createTemplates, type TemplateLimits } from '../templates/template-engine.js';
 import { createTrackingService } from '../tracking/tracking-service.js';
+import { createRelayWebhookService } from '../relay-webhooks/relay-webhook-service.js';
+import type { RelayFetch } from '../relay-webhooks/relay-signatures.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
@@ -30,6 +32,8 @@ export interface EmailOptions {
   smtpMaxConnections?: number;
   /** A template part's deadline and output cap (unset: 1 s and 1 MiB). */
   templateLimits?: TemplateLimits;
+  /** How relay webhooks fetch SNS certificates and subscription links (unset: HTTPS with a timeout; tests give their own). */
+  relayFetch?: RelayFetch;
 }
 
 export const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
@@ -44,7 +48,7 @@ export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
 
 /**
  * Sending: templates, the render → deliver pipeline of messages, the relay, tracking of opens and clicks, and
- * the consent pages every marketing message links to.
+ * the consent pages every marketing message links to, and the relays' bounce and complaint webhooks.
  */
 export function createSendingModule(
   runtime: Runtime,
@@ -90,5 +94,15 @@ export function createSendingModule(
     baseUrl: email.baseUrl,
   });
   const consent = createConsentService({ ...runtime, tracking, contactLookup: deps.contactLookup, contacts: deps.contacts, workspaces });
-  return { templates, transport, tracking, messages, consent };
+  const relayWebhooks = createRelayWebhookService({
+    ...runtime,
+    messages: createMessageLookup(runtime.dialect),
+    contactLookup: deps.contactLookup,
+    contacts: deps.contacts,
+    suppressions: deps.suppressions,
+    baseUrl: email.baseUrl,
+    fetchText: email.relayFetch,
+    clock: deps.clock,
+  });
+  return { templates, transport, tracking, messages, consent, relayWebhooks };
 }

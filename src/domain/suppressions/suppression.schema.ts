@@ -1,9 +1,13 @@
 import { z } from 'zod';
 import { emailSchema, text } from '../shared/validate.js';
 
-/** Why an address gets no email: given by the caller, or `hard_bounce` when a relay rejected it for good. */
+/**
+ * Why an address gets no email: given by the caller, `hard_bounce` when a relay rejected it for good (at the
+ * hand-over or later by webhook), or `complaint` when its recipient marked a mail as spam (relay webhooks).
+ */
 export const suppressionReasonSchema = text(64);
 export const HARD_BOUNCE = 'hard_bounce';
+export const COMPLAINT = 'complaint';
 export const MANUAL = 'manual';
 
 /** POST /api/v1/suppressions. */
