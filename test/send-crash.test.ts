@@ -6,6 +6,7 @@ import { eventually } from './helpers/browser.js';
 import { EMK_BIN } from './helpers/cli.js';
 import { describeEachDatabase, NO_LIMITS } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
+import { createGroupFlusher, createHandOverSlots } from '../src/domain/messages/hand-overs.js';
 
 /**
  * A crash re-sends only the mails in flight (issue 33, point 1): a campaign of 600 goes out over a real SMTP server
@@ -56,6 +57,48 @@ async function startCountingRelay() {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+it('hand-over slots: never more than their size held, given in turn; a slot given back twice counts once', async () => {
+  const slots = createHandOverSlots(2);
+  let held = 0;
+  let most = 0;
+  const order: number[] = [];
+  await Promise.all(
+    Array.from({ length: 6 }, async (_, i) => {
+      const giveBack = await slots.take();
+      order.push(i);
+      most = Math.max(most, ++held);
+      await new Promise((resolve) => setImmediate(resolve));
+      held--;
+      giveBack();
+      giveBack();
+    }),
+  );
+  expect(most).toBe(2);
+  expect(order).toEqual([0, 1, 2, 3, 4, 5]);
+});
+
+it('the group flusher writes what came during a write in the next one, and a failed write fails its group alone', async () => {
+  const writes: number[][] = [];
+  let release!: () => void;
+  let failNext = false;
+  const flusher = createGroupFlusher<number>(async (items) => {
+    writes.push(items);
+    if (writes.length === 1) await new Promise<void>((resolve) => (release = resolve));
+    if (failNext) throw new Error('database gone');
+  });
+  const first = flusher.add(1);
+  const during = [flusher.add(2), flusher.add(3)];
+  release();
+  await first;
+  await Promise.all(during);
+  expect(writes).toEqual([[1], [2, 3]]);
+  failNext = true;
+  await expect(flusher.add(4)).rejects.toThrow('database gone');
+  failNext = false;
+  await flusher.add(5);
+  expect(writes.slice(2)).toEqual([[4], [5]]);
+});
 
 const relay = await startCountingRelay();
 afterAll(() => relay.close());

@@ -1,7 +1,7 @@
 /**
  * What bounds the mails a crash hands to the relay twice (docs/email.md, Each mail once): a mail counts from the
  * moment it is handed to the relay until its outcome is committed, and a process holds at most `size` such mails
- * across all the batches it sends at once.
+ * across all the batches it sends at once. What the wait for the commit costs: docs/performance.md (issue 33).
  */
 export function createHandOverSlots(size: number) {
   let free = Math.max(1, size);
