@@ -209,8 +209,8 @@ export function createMessageService(deps: {
         );
         // Each mail the relay took is recorded `sent` as its 250 comes back, in a group commit with those that came
         // meanwhile; its slot is given back only then, so a crash re-sends at most `inFlight` mails of this process.
-        const recorded = createGroupFlusher<{ id: string; sent_at: number }>((sent) =>
-          writeTransaction((trx) => store.markSent(trx, sent, clock())),
+        const recorded = createGroupFlusher<{ id: string; sent_at: number }>((taken) =>
+          writeTransaction((trx) => store.markSent(trx, taken, clock())),
         );
         const queue = [...rendered];
         const send = async () => {
