@@ -21,6 +21,7 @@ import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { messageListQuerySchema, type MessageRecord } from './message.schema.js';
 import { createMessageStore, type FlowMessageRow, type MessageOutcome, type PendingMessage } from './message-store.js';
 import { createSendReports } from './send-report.js';
+import { createGroupFlusher, createHandOverSlots } from './hand-overs.js';
 
 export type { FlowMessageRow, PendingMessage } from './message-store.js';
 
@@ -47,7 +48,8 @@ const withText = (record: MessageRecord): MessageRecord =>
   record.text === null && record.html !== null ? { ...record, text: textFromHtml(record.html) } : record;
 
 const DEFAULT_FROM = 'no-reply@localhost';
-const SMTP_PARALLEL = 8;
+/** The relay's pooled connections when the caller does not say (EMK_SMTP_POOL's default). */
+const DEFAULT_IN_FLIGHT = 5;
 /** Renders in flight at once: enough to keep every render thread busy while this thread fetches block products. */
 const RENDER_PARALLEL = 32;
 
@@ -87,6 +89,12 @@ export function createMessageService(deps: {
   /** What a campaign's or flow's report adds to its messages' counts: engagements and attributed revenue. */
   reporting: Omit<Parameters<typeof createSendReports>[0], 'counts'>;
   baseUrl: string;
+  /**
+   * Mails this process hands to the relay at once, across every batch it sends: the relay's pool (EMK_SMTP_POOL),
+   * one message per connection. A mail holds its place until its outcome is committed, so a crash re-sends at most
+   * this many (docs/email.md, Each mail once).
+   */
+  inFlight?: number | undefined;
   clock?: Clock;
 }) {
   const { knex, writeTransaction, templates, transport, tracking, suppressions, settings, workspaces } = deps;
@@ -94,6 +102,8 @@ export function createMessageService(deps: {
   const report = createSendReports({ ...deps.reporting, counts: store.counts });
   const clock = deps.clock ?? systemClock;
   const messageIdDomain = new URL(deps.baseUrl).hostname || 'localhost';
+  const inFlight = deps.inFlight ?? DEFAULT_IN_FLIGHT;
+  const handOvers = createHandOverSlots(inFlight);
 
   /** Renders one message: personalised subject and body, tracked links, pixel, consent links. */
   async function render(
@@ -187,6 +197,8 @@ export function createMessageService(deps: {
 
       const now = clock();
       const hardBounces: string[] = [];
+      /** Mails the relay took, already recorded `sent` one group commit at a time. */
+      let sent = 0;
       let temporary: TemporaryDeliveryError | null = null;
       if (transport.captures) {
         for (const r of rendered) outcomes.push({ id: r.message.id, status: 'captured', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: now });
@@ -194,6 +206,11 @@ export function createMessageService(deps: {
         // Rendered content is stored first: a mail handed over again after a crash is this same mail.
         await writeTransaction((trx) =>
           store.saveOutcomes(trx, rendered.map((r) => ({ id: r.message.id, status: 'sending', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: null })), now),
+        );
+        // Each mail the relay took is recorded `sent` as its 250 comes back, in a group commit with those that came
+        // meanwhile; its slot is given back only then, so a crash re-sends at most `inFlight` mails of this process.
+        const recorded = createGroupFlusher<{ id: string; sent_at: number }>((taken) =>
+          writeTransaction((trx) => store.markSent(trx, taken, clock())),
         );
         const queue = [...rendered];
         const send = async () => {
@@ -208,22 +225,26 @@ export function createMessageService(deps: {
               listUnsubscribeUrl: r.unsubscribeUrl,
               messageIdDomain,
             };
+            const giveBack = await handOvers.take();
             try {
               const result = await transport.deliver(mail);
-              const base = { id: r.message.id, subject: r.subject, html: r.html, text: r.text };
               if (result.status === 'failed') {
-                outcomes.push({ ...base, status: 'failed', error: result.error, sent_at: null });
+                // A refusal delivers nothing: it is written with its suppression at the end of the batch.
+                outcomes.push({ id: r.message.id, subject: r.subject, html: r.html, text: r.text, status: 'failed', error: result.error, sent_at: null });
                 hardBounces.push(r.message.to);
               } else {
-                outcomes.push({ ...base, status: result.status, error: null, sent_at: clock() });
+                await recorded.add({ id: r.message.id, sent_at: clock() });
+                sent++;
               }
             } catch (error) {
               if (!(error instanceof TemporaryDeliveryError)) throw error;
               temporary ??= error;
+            } finally {
+              giveBack();
             }
           }
         };
-        await Promise.all(Array.from({ length: Math.min(SMTP_PARALLEL, rendered.length) }, send));
+        await Promise.all(Array.from({ length: Math.min(inFlight, rendered.length) }, send));
       }
 
       await writeTransaction(async (trx) => {
@@ -234,7 +255,7 @@ export function createMessageService(deps: {
         await options.settle?.(trx, skipped.length);
       });
       const failed = outcomes.filter((o) => o.status === 'failed').length;
-      const result = { delivered: outcomes.length - failed, failed, skipped: skipped.length };
+      const result = { delivered: sent + outcomes.length - failed, failed, skipped: skipped.length };
       if (temporary !== null) {
         const { message, retryAfterMs } = temporary as TemporaryDeliveryError;
         throw new RetryJobLater(`temporary delivery failure: ${message}`, retryAfterMs ?? 60_000);

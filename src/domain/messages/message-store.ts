@@ -215,6 +215,19 @@ export function createMessageStore(dialect: Dialect) {
       }
     },
 
+    /** Marks mails the relay took as `sent` (their content was stored with `sending`): one statement per few hundred. */
+    async markSent(db: Db, sent: Array<{ id: string; sent_at: number }>, now: number): Promise<void> {
+      for (const part of chunk(sent, chunkSizeFor(dialect, 2))) {
+        const table = valuesList(['VARCHAR(36)', 'BIGINT'], part.map((s) => [s.id, s.sent_at]));
+        await db.raw(
+          `WITH v (id, sent_at) AS (${table.sql})
+           UPDATE messages SET status = 'sent', error = NULL, sent_at = v.sent_at, updated_at = ?
+           FROM v WHERE messages.id = v.id`,
+          [...table.bindings, now] as Knex.RawBinding[],
+        );
+      }
+    },
+
     /** Recipients skipped by rule get no message row (reports count them as skipped). */
     async remove(db: Db, ids: string[]): Promise<void> {
       for (const part of chunk(ids, chunkSizeFor(dialect, 1))) await db('messages').whereIn('id', part).delete();

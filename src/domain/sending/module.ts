@@ -92,6 +92,7 @@ export function createSendingModule(
     workspaces,
     reporting: { engagementCounts: attribution.engagementCounts, attributedTotals: deps.orderLookup.attributedTotals },
     baseUrl: email.baseUrl,
+    inFlight: email.smtpMaxConnections,
   });
   const consent = createConsentService({ ...runtime, tracking, contactLookup: deps.contactLookup, contacts: deps.contacts, workspaces });
   const relayWebhooks = createRelayWebhookService({
