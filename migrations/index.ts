@@ -29,6 +29,7 @@ import * as trimEventContactIndexes from './202611251000_trim_event_contact_inde
 import * as indexOutboxFactsReadByContact from './202611251100_index_outbox_facts_read_by_contact.js';
 import * as addWorkspaceOwnDomains from './202611270930_add_workspace_own_domains.js';
 import * as addUserRolesAndSenders from './202611270940_add_user_roles_and_senders.js';
+import * as addWorkspaceFooter from './202611271030_add_workspace_footer.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -70,4 +71,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611251100_index_outbox_facts_read_by_contact', indexOutboxFactsReadByContact],
   ['202611270930_add_workspace_own_domains', addWorkspaceOwnDomains],
   ['202611270940_add_user_roles_and_senders', addUserRolesAndSenders],
+  ['202611271030_add_workspace_footer', addWorkspaceFooter],
 ];
