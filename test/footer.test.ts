@@ -1,4 +1,7 @@
-import { expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import { simpleParser, type ParsedMail } from 'mailparser';
+import { SMTPServer } from 'smtp-server';
+import { afterAll, expect, it } from 'vitest';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
 
@@ -153,3 +156,39 @@ describeEachDatabase('marketing footer', (h) => {
     expect(preview.text).toContain(`Hi\n\nPreview shop\n5 Preview Road\nUnsubscribe: ${unsubscribe_url}`);
   });
 });
+
+/** A relay on a loopback port that keeps what arrives. */
+const arrived: ParsedMail[] = [];
+const relay = new SMTPServer({
+  authOptional: true,
+  disabledCommands: ['STARTTLS'],
+  logger: false,
+  onData: (stream, _session, callback) => void simpleParser(stream).then((mail) => (arrived.push(mail), callback()), callback),
+});
+await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+afterAll(() => new Promise<void>((resolve) => relay.close(() => resolve())));
+
+describeEachDatabase(
+  'marketing footer over SMTP',
+  (h) => {
+    const { api, contact, campaign, work } = sendingHelpers(h);
+
+    it('the mail on the wire carries, in its HTML and its text part, the URL of its own List-Unsubscribe header', async () => {
+      const ws = await h().workspace('Wire shop');
+      const email = `wire-${Math.random().toString(36).slice(2)}@example.com`;
+      await contact(ws, 'subscribed', { first_name: 'Wim' }, email);
+      const id = await campaign(ws, { html: '<html><body><p>Hi {{ contact.first_name }}</p><a href="https://shop.test/">Shop</a></body></html>' });
+      await api(ws, 'POST', `/campaigns/${id}/send`);
+      await work();
+      const mail = arrived.find((m) => m.to && 'value' in m.to && m.to.value[0]?.address === email)!;
+      const header = mail.headerLines.find((line) => line.key === 'list-unsubscribe')!.line;
+      const url = /<([^>]+)>/.exec(header)![1]!;
+      expect(url).toMatch(/\/cp\/unsubscribe\/[A-Za-z0-9_-]+$/);
+      expect(mail.html).toContain(`href="${url}"`);
+      expect(mail.html).toContain('/t/c/');
+      expect(mail.text).toContain(url);
+      expect(mail.text).toContain('Wire shop');
+    });
+  },
+  { EMK_SMTP_URL: `smtp://127.0.0.1:${(relay.server.address() as AddressInfo).port}`, EMK_SMTP_RATE: '0' },
+);
