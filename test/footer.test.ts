@@ -142,6 +142,23 @@ describeEachDatabase('marketing footer', (h) => {
     expect((await api(ws, 'GET', '/settings')).json()).toMatchObject({ footer_html: null, footer_text: 'Bye {{ unsubscribe_url }}', postal_address: null });
   });
 
+  it('a footer past a limit for one recipient fails that message alone, naming footer_html', async () => {
+    const ws = await h().workspace();
+    const patched = await api(ws, 'PATCH', '/settings', { footer_html: '{% for i in (1..contact.n) %}x{% endfor %}<a href="{{ unsubscribe_url }}">Leave</a>' });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const heavy = await contact(ws, 'subscribed', { n: 100_000_000 });
+    const light = await contact(ws, 'subscribed', { n: 2 });
+    const id = await campaign(ws, { html: '<p>Hi</p>' });
+    await api(ws, 'POST', `/campaigns/${id}/send`);
+    await work();
+    const [failed] = await messagesOf(ws, `campaign_id=${id}&contact_id=${heavy}`);
+    expect(failed).toMatchObject({ status: 'failed' });
+    expect(failed!.error).toMatch(/^render failed: footer_html: /);
+    const [sent] = await messagesOf(ws, `campaign_id=${id}&contact_id=${light}`);
+    expect(sent).toMatchObject({ status: 'captured' });
+    expect(sent!.html).toContain(`<p>Hi</p>\nxx<a href="${(await unsubscribeUrlOf(ws, light)).unsubscribe_url}">Leave</a>`);
+  });
+
   it('the preview shows the footer', async () => {
     const ws = await h().workspace('Preview shop');
     const contactId = await contact(ws, 'subscribed', { first_name: 'Pia' });

@@ -1,4 +1,5 @@
 import type { Settings } from '../settings/settings.schema.js';
+import type { RenderRecipient, Templates, TemplateVariables } from '../templates/template-engine.js';
 
 /**
  * The footer of marketing mail (docs/email.md, Deliverability: Footer): every marketing message carries a visible
@@ -38,7 +39,7 @@ const shows = (output: string, url: string) => output.includes(url) || output.in
  * at the end); to the text part after a blank line. The text derived from the HTML (no text template) carries
  * the HTML's footer.
  */
-export function withFooter(
+function withFooter(
   parts: { html: string; text: string | null },
   footer: { html: string; text: string | null },
   unsubscribeUrl: string,
@@ -50,4 +51,34 @@ export function withFooter(
   }
   if (text !== null && footer.text !== null && !shows(text, unsubscribeUrl)) text = `${text.replace(/\s+$/, '')}\n\n${footer.text}`;
   return { html, text };
+}
+
+/** Whether a template can print the URL by name (a dynamic lookup such as `{{ [key] }}` is left to the output test). */
+const names = (source: string | null) => source === null || source.includes('unsubscribe_url');
+
+/**
+ * A message's parts for one recipient, with the footer where a part lacks `unsubscribeUrl` (`footer` null: none).
+ * A body that never names `unsubscribe_url` (nearly always without the link) has its footer rendered in the same
+ * task; one that names it renders alone, and the footer follows in a task of its own only when the link did not
+ * show (a branch not taken), so a template with the link pays nothing for the footer.
+ */
+export async function renderWithFooter(
+  templates: Pick<Templates, 'renderMessage' | 'render' | 'compile'>,
+  content: { subject: string; html: string; text: string | null },
+  variables: TemplateVariables,
+  recipient: RenderRecipient,
+  footer: { html: string; text: string | null } | null,
+  unsubscribeUrl: string,
+): Promise<{ subject: string; html: string; text: string | null }> {
+  const ahead = footer !== null && !(names(content.html) && names(content.text));
+  const out = await templates.renderMessage(content, variables, recipient, ahead ? footer : undefined);
+  if (footer === null) return out;
+  let rendered = out.footer;
+  if (!rendered && (!shows(out.html, unsubscribeUrl) || (out.text !== null && !shows(out.text, unsubscribeUrl)))) {
+    const part = (source: string | null, kind: 'html' | 'text') =>
+      source === null ? Promise.resolve(null) : templates.render(templates.compile(source, kind), variables, recipient, `footer_${kind}`);
+    const [html, text] = await Promise.all([part(footer.html, 'html'), part(footer.text, 'text')]);
+    rendered = { html: html!, text };
+  }
+  return rendered ? { subject: out.subject, ...withFooter(out, rendered, unsubscribeUrl) } : out;
 }

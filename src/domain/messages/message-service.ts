@@ -20,7 +20,7 @@ import type { TrackingService } from '../tracking/tracking-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { messageListQuerySchema, type MessageRecord } from './message.schema.js';
 import { createMessageStore, type FlowMessageRow, type MessageOutcome, type PendingMessage } from './message-store.js';
-import { footerTemplates, withFooter } from './footer.js';
+import { footerTemplates, renderWithFooter } from './footer.js';
 import { createSendReports } from './send-report.js';
 
 export type { FlowMessageRow, PendingMessage } from './message-store.js';
@@ -113,12 +113,11 @@ export function createMessageService(deps: {
     const workspace = shared.workspace && { ...shared.workspace, postal_address: current.postal_address };
     const variables: TemplateVariables = { ...shared, workspace, contact: contactVariables(message.contact), ...consent };
     const context = { workspaceId: message.workspace_id, contactId: message.contact_id };
-    const footer = marketing ? footerTemplates(current, content.text !== null) : undefined;
-    const out = await templates.renderMessage(content, variables, context, footer);
-    const { html, text } = out.footer ? withFooter(out, out.footer, consent.unsubscribe_url) : out;
+    const footer = marketing ? footerTemplates(current, content.text !== null) : null;
+    const { subject, html, text } = await renderWithFooter(templates, content, variables, context, footer, consent.unsubscribe_url);
     return {
       message,
-      subject: out.subject,
+      subject,
       html: signer.decorate(message.id, html),
       text,
       unsubscribeUrl: marketing ? consent.unsubscribe_url : null,
