@@ -8,6 +8,9 @@ const DEFAULTS = {
   contact_limit: null,
   sender: { from_email: null, from_name: null },
   own_domains: [],
+  footer_html: null,
+  footer_text: null,
+  postal_address: null,
 };
 
 describeEachDatabase('settings', (h) => {

@@ -20,6 +20,7 @@ import type { TrackingService } from '../tracking/tracking-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { messageListQuerySchema, type MessageRecord } from './message.schema.js';
 import { createMessageStore, type FlowMessageRow, type MessageOutcome, type PendingMessage } from './message-store.js';
+import { footerTemplates, renderWithFooter } from './footer.js';
 import { createSendReports } from './send-report.js';
 import { createGroupFlusher, createHandOverSlots } from './hand-overs.js';
 
@@ -105,7 +106,10 @@ export function createMessageService(deps: {
   const inFlight = deps.inFlight ?? DEFAULT_IN_FLIGHT;
   const handOvers = createHandOverSlots(inFlight);
 
-  /** Renders one message: personalised subject and body, tracked links, pixel, consent links. */
+  /**
+   * Renders one message: personalised subject and body, the footer of marketing mail whose part lacks its
+   * unsubscribe link (footer.ts), tracked links, pixel, consent links.
+   */
   async function render(
     message: PendingMessage,
     content: MessageContent,
@@ -113,15 +117,20 @@ export function createMessageService(deps: {
     shared: Pick<TemplateVariables, 'workspace'> & Partial<TemplateVariables>,
   ): Promise<Rendered> {
     const consent = signer.consentUrls(message.contact_id);
-    const variables: TemplateVariables = { ...shared, contact: contactVariables(message.contact), ...consent };
+    const marketing = message.message_type === 'marketing';
+    // Cached: a batch reads it once from the database; a PATCH in this process is seen at once.
+    const current = await settings.cached(message.workspace_id);
+    const workspace = shared.workspace && { ...shared.workspace, postal_address: current.postal_address };
+    const variables: TemplateVariables = { ...shared, workspace, contact: contactVariables(message.contact), ...consent };
     const context = { workspaceId: message.workspace_id, contactId: message.contact_id };
-    const { subject, html, text } = await templates.renderMessage(content, variables, context);
+    const footer = marketing ? footerTemplates(current, content.text !== null) : null;
+    const { subject, html, text } = await renderWithFooter(templates, content, variables, context, footer, consent.unsubscribe_url);
     return {
       message,
       subject,
       html: signer.decorate(message.id, html),
       text,
-      unsubscribeUrl: message.message_type === 'marketing' ? consent.unsubscribe_url : null,
+      unsubscribeUrl: marketing ? consent.unsubscribe_url : null,
     };
   }
 

@@ -70,6 +70,7 @@ export function createSendingModule(
 ) {
   const { email, workspaces, settings, identityTokens, attribution } = deps;
   const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds: deps.feeds }), limits: email.templateLimits });
+  settings.checkFootersWith(templates);
   const transport = createTransport({ smtpUrl: email.smtpUrl, ratePerSecond: email.smtpRatePerSecond, maxConnections: email.smtpMaxConnections });
   const tracking = createTrackingService({
     ...runtime,

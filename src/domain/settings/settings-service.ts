@@ -9,11 +9,21 @@ import { parseInput } from '../shared/validate.js';
 import { updateSettingsSchema, type Settings } from './settings.schema.js';
 import { createSettingsStore } from './settings-store.js';
 
+/**
+ * What checks the footer templates at PATCH: the templates of the sending area (`templates.check`, which names a
+ * part `${prefix}html` / `${prefix}text`). Settings are built before templates, so the sending module hands it
+ * over with `checkFootersWith`; declared here by shape, so settings import nothing of the sending half.
+ */
+export interface FooterCheck {
+  check(fields: { html?: string | null; text?: string | null }, prefix: string): Promise<void>;
+}
+
 /** How long a hot-path read (`cached`) may be stale in other processes; this process forgets at once. */
 const CACHE_TTL_MS = 5_000;
 
 /**
- * Workspace settings (docs/api/settings-and-integrations.md): attribution windows, contact limit, sender, own domains. `get` always reads the
+ * Workspace settings (docs/api/settings-and-integrations.md): attribution windows, contact limit, sender, own domains,
+ * the marketing footer and postal address. `get` always reads the
  * database; `cached` serves the write paths that consult settings on every commit (attribution windows, the
  * contact limit). `onChange` lets caches of workspace rows forget.
  */
@@ -29,6 +39,7 @@ export function createSettingsService(deps: {
   const { knex, writer, onChange } = deps;
   const store = createSettingsStore(deps.dialect);
   const cache = new TtlCache<string, Settings>(CACHE_TTL_MS, deps.clock);
+  let footerCheck: FooterCheck | null = null;
 
   async function get(workspaceId: string, db: Knex | Knex.Transaction = knex): Promise<Settings> {
     const settings = await store.find(db, workspaceId);
@@ -49,10 +60,17 @@ export function createSettingsService(deps: {
       return settings;
     },
 
+    /** The sending module hands over its templates: footer templates are checked at PATCH like a campaign's. */
+    checkFootersWith(check: FooterCheck): void {
+      footerCheck = check;
+    },
+
     /** PATCH: changes only the fields sent; a refused request changes nothing. */
     async update(workspaceId: string, body: unknown): Promise<Settings> {
       const input = parseInput(updateSettingsSchema, body);
       await deps.senders.checkFromEmail(workspaceId, input.sender?.from_email, 'sender.from_email');
+      // A 400 naming `footer_html` / `footer_text` for a footer that does not parse or render within the limits.
+      await footerCheck?.check({ html: input.footer_html, text: input.footer_text }, 'footer_');
       const next = await writer.run(async (trx) => {
         const current = await store.find(trx, workspaceId, true);
         if (!current) throw new NotFoundError('workspace not found');
@@ -69,6 +87,9 @@ export function createSettingsService(deps: {
               }
             : {}),
           ...(input.own_domains !== undefined ? { own_domains: input.own_domains ?? [] } : {}),
+          ...(input.footer_html !== undefined ? { footer_html: input.footer_html } : {}),
+          ...(input.footer_text !== undefined ? { footer_text: input.footer_text } : {}),
+          ...(input.postal_address !== undefined ? { postal_address: input.postal_address } : {}),
         };
         await store.update(trx, workspaceId, changes);
         return { ...current, ...changes };

@@ -2,7 +2,10 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { storedOwnDomainsSchema, storedSenderSchema, type Settings } from './settings.schema.js';
 import type { Db } from '../db/database.js';
 
-const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains'] as const;
+const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'footer_html', 'footer_text', 'postal_address'] as const;
+/** Text columns a PATCH writes as sent (null clears). */
+const TEXT_COLUMNS = ['footer_html', 'footer_text', 'postal_address'] as const;
+const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
 /** Settings are columns of the workspace row. */
 export function createSettingsStore(dialect: Dialect) {
@@ -14,6 +17,9 @@ export function createSettingsStore(dialect: Dialect) {
       contact_limit: dialect.readNullableNumber(row.contact_limit),
       sender: { from_email: sender.from_email ?? null, from_name: sender.from_name ?? null },
       own_domains: row.own_domains === null ? [] : storedOwnDomainsSchema.parse(dialect.readJson(row.own_domains)),
+      footer_html: textOrNull(row.footer_html),
+      footer_text: textOrNull(row.footer_text),
+      postal_address: textOrNull(row.postal_address),
     };
   };
 
@@ -31,6 +37,7 @@ export function createSettingsStore(dialect: Dialect) {
       if (changes.contact_limit !== undefined) patch.contact_limit = changes.contact_limit;
       if (changes.sender !== undefined) patch.sender = dialect.writeJson(changes.sender);
       if (changes.own_domains !== undefined) patch.own_domains = dialect.writeJson(changes.own_domains);
+      for (const column of TEXT_COLUMNS) if (changes[column] !== undefined) patch[column] = changes[column];
       if (Object.keys(patch).length > 0) await db('workspaces').where({ id: workspaceId }).update(patch);
     },
   };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { domainSchema } from '../integrations/integration.schema.js';
-import { emailSchema, looseText } from '../shared/validate.js';
+import { emailSchema, looseText, text } from '../shared/validate.js';
 
 /** Longest attribution window a workspace may set, in days. */
 export const MAX_WINDOW_DAYS = 365;
@@ -21,6 +21,14 @@ const ownDomainsSchema = z
   .array(domainSchema.refine((domain) => domain.replace(/:\d+$/, '').includes('.'), 'must be a domain such as shop.example.com'))
   .max(MAX_OWN_DOMAINS, `must list at most ${MAX_OWN_DOMAINS} domains`)
   .transform((domains) => [...new Set(domains)]);
+
+/** The longest footer template (`footer_html`, `footer_text`): a footer is a few lines. */
+export const MAX_FOOTER_CHARS = 65_536;
+/** The longest postal address. */
+export const MAX_POSTAL_ADDRESS_CHARS = 500;
+
+/** A footer template (Liquid, checked like a campaign's at PATCH); `null` goes back to the default footer. */
+const footerTemplate = text(MAX_FOOTER_CHARS).nullable().optional();
 
 const windowDays = z
   .number()
@@ -47,6 +55,13 @@ export const updateSettingsSchema = z.strictObject(
       )
       .optional(),
     own_domains: ownDomainsSchema.nullable().optional(),
+    footer_html: footerTemplate,
+    footer_text: footerTemplate,
+    /** Empty or `null` clears it. */
+    postal_address: looseText(MAX_POSTAL_ADDRESS_CHARS)
+      .nullable()
+      .optional()
+      .transform((address) => (address === '' ? null : address)),
   },
   { error: unknownFields },
 );
@@ -66,13 +81,19 @@ export const storedSenderSchema = z
 /** How `own_domains` is stored (a JSON column): re-checked on the way out. */
 export const storedOwnDomainsSchema = z.array(z.string()).catch([]);
 
-/** A workspace's settings: attribution windows, the contact limit (null = unlimited), the sender, its own domains. */
+/**
+ * A workspace's settings: attribution windows, the contact limit (null = unlimited), the sender, its own domains,
+ * the footer of its marketing mail (null: the default) and its postal address.
+ */
 export interface Settings {
   click_window_days: number;
   open_window_days: number;
   contact_limit: number | null;
   sender: Sender;
   own_domains: string[];
+  footer_html: string | null;
+  footer_text: string | null;
+  postal_address: string | null;
 }
 
 /** The settings record, as a schema: what the API documents for replies. */
@@ -82,4 +103,7 @@ export const settingsRecordSchema = z.object({
   contact_limit: z.number().int().nullable(),
   sender: z.object({ from_email: z.string().nullable(), from_name: z.string().nullable() }),
   own_domains: z.array(z.string()).describe('Domains whose links get `_ir_id`, besides those of the website integrations'),
+  footer_html: z.string().nullable().describe('Liquid footer of marketing mail whose HTML lacks its unsubscribe link (null: the default footer)'),
+  footer_text: z.string().nullable().describe('Liquid footer of the text part, when a template has one that lacks the link (null: the default)'),
+  postal_address: z.string().nullable().describe('The postal address commercial mail carries (`workspace.postal_address`)'),
 }) satisfies z.ZodType<Settings>;

@@ -39,7 +39,8 @@ export interface TemplateVariables {
     checkout_url: string | null;
     items: unknown[];
   };
-  workspace?: { name: string };
+  /** `postal_address` is the settings' (null when unset): the default footer prints it. */
+  workspace?: { name: string; postal_address?: string | null };
   unsubscribe_url?: string;
   preferences_url?: string;
 }

@@ -58,7 +58,7 @@ const SAMPLE_VARIABLES: TemplateVariables = {
     items: [{ external_id: 'sample-1', title: 'Sample product 1', quantity: 1, price: 10 }],
   },
   cart: { external_id: 'sample-cart', total_amount: 10, currency: 'EUR', checkout_url: 'https://example.com/checkout', items: [{ title: 'Sample product 1' }] },
-  workspace: { name: 'Sample shop' },
+  workspace: { name: 'Sample shop', postal_address: '1 Sample Street\n12345 Sample City' },
   unsubscribe_url: 'https://example.com/u/sample',
   preferences_url: 'https://example.com/p/sample',
 };
@@ -149,19 +149,30 @@ export function createTemplates(deps: { blockProducts: BlockProductSource; limit
       return output!;
     },
 
-    /** A message's subject, HTML and text (when it has a text template) for one recipient, in one task. */
+    /**
+     * A message's subject, HTML and text (when it has a text template) for one recipient, in one task; with
+     * `footer`, its footer parts too (`footer_html`, and `footer_text` when given), rendered beside the body.
+     */
     async renderMessage(
       content: { subject: string; html: string; text: string | null },
       variables: TemplateVariables,
       recipient: RenderRecipient,
-    ): Promise<{ subject: string; html: string; text: string | null }> {
+      footer?: { html: string; text: string | null },
+    ): Promise<{ subject: string; html: string; text: string | null; footer?: { html: string; text: string | null } }> {
+      const optional = (field: string, source: string | null | undefined, part: MessagePart) =>
+        typeof source === 'string' ? [{ field, template: compile(source, part) }] : [];
       const parts = [
         { field: 'subject', template: compile(content.subject, 'subject') },
         { field: 'html', template: compile(content.html, 'html') },
-        ...(content.text === null ? [] : [{ field: 'text', template: compile(content.text, 'text') }]),
+        ...optional('text', content.text, 'text'),
+        ...optional('footer_html', footer?.html, 'html'),
+        ...optional('footer_text', footer?.text, 'text'),
       ];
-      const [subject, html, text] = await renderParts(parts, variables, recipient);
-      return { subject: subject!, html: html!, text: text ?? null };
+      const outputs = await renderParts(parts, variables, recipient);
+      const [subject, html] = outputs;
+      const text = content.text === null ? null : outputs[2]!;
+      const rest = outputs.slice(content.text === null ? 2 : 3);
+      return { subject: subject!, html: html!, text, ...(footer ? { footer: { html: rest[0]!, text: footer.text === null ? null : rest[1]! } } : {}) };
     },
 
     /**
