@@ -14,6 +14,15 @@ export interface OutgoingMail {
   listUnsubscribeUrl: string | null;
   /** The host part of the Message-ID. */
   messageIdDomain: string;
+  /** The sender domain's key (docs/email.md, DKIM): the SMTP transport signs with it. Unset or null: unsigned. */
+  dkim?: DkimKey | null;
+}
+
+/** A DKIM signing key as nodemailer takes it: `d=` domainName, `s=` keySelector, the private key in PKCS#8 PEM. */
+export interface DkimKey {
+  domainName: string;
+  keySelector: string;
+  privateKey: string;
 }
 
 export type DeliveryResult = { status: 'captured' } | { status: 'sent' } | { status: 'failed'; error: string; permanent: true };

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import type { SigningKey } from './signing-keys.js';
 
 export interface SenderRow {
   id: string;
@@ -30,6 +31,14 @@ export function createSenderStore() {
     /** Deletes the workspace's sender: false when it has none of that id. */
     async delete(db: Db, workspaceId: string, id: string): Promise<boolean> {
       return (await db('senders').where({ workspace_id: workspaceId, id }).delete()) === 1;
+    },
+
+    /** The workspace's DKIM keys, as signing-keys.ts remembers them. */
+    async signingKeys(db: Db, workspaceId: string): Promise<SigningKey[]> {
+      const rows: Array<Pick<SenderRow, 'domain' | 'dkim_selector' | 'dkim_private_key'>> = await db('senders')
+        .where({ workspace_id: workspaceId })
+        .select('domain', 'dkim_selector', 'dkim_private_key');
+      return rows.map((r) => ({ domainName: r.domain, keySelector: r.dkim_selector, privateKey: r.dkim_private_key }));
     },
 
     async domains(db: Db, workspaceId: string): Promise<string[]> {

@@ -12,6 +12,7 @@ import { createMessageLookup } from '../messages/message-lookup.js';
 import { createMessageService } from '../messages/message-service.js';
 import type { OrderLookup } from '../orders/order-lookup.js';
 import type { Runtime } from '../runtime/module.js';
+import type { SenderService } from '../senders/sender-service.js';
 import type { SettingsService } from '../settings/settings-service.js';
 import type { Clock } from '../shared/time.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
@@ -28,6 +29,8 @@ export interface EmailOptions {
   smtpUrl?: string | undefined;
   smtpRatePerSecond?: number;
   smtpMaxConnections?: number;
+  /** The envelope sender (Return-Path) of every mail; unset: the From address. */
+  smtpReturnPath?: string | undefined;
 }
 
 export const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
@@ -37,6 +40,7 @@ export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
   smtpUrl: config.smtpUrl,
   smtpRatePerSecond: config.smtpRatePerSecond,
   smtpMaxConnections: config.smtpMaxConnections,
+  smtpReturnPath: config.smtpReturnPath,
 });
 
 /**
@@ -50,6 +54,7 @@ export function createSendingModule(
     clock: Clock | undefined;
     workspaces: WorkspaceService;
     settings: SettingsService;
+    senders: Pick<SenderService, 'signingKeyFor'>;
     integrations: IntegrationService;
     contactLookup: ContactLookup;
     contacts: ContactService;
@@ -63,7 +68,12 @@ export function createSendingModule(
 ) {
   const { email, workspaces, settings, identityTokens, attribution } = deps;
   const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds: deps.feeds }) });
-  const transport = createTransport({ smtpUrl: email.smtpUrl, ratePerSecond: email.smtpRatePerSecond, maxConnections: email.smtpMaxConnections });
+  const transport = createTransport({
+    smtpUrl: email.smtpUrl,
+    ratePerSecond: email.smtpRatePerSecond,
+    maxConnections: email.smtpMaxConnections,
+    returnPath: email.smtpReturnPath,
+  });
   const tracking = createTrackingService({
     ...runtime,
     baseUrl: email.baseUrl,
@@ -79,6 +89,7 @@ export function createSendingModule(
     ...runtime,
     templates,
     transport,
+    signingKeyFor: deps.senders.signingKeyFor,
     tracking,
     suppressions: deps.suppressions,
     settings,
