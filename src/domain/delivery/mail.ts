@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { convert } from 'html-to-text';
 
 /** A message as the relay gets it. */
@@ -18,11 +19,11 @@ export interface OutgoingMail {
   dkim?: DkimKey | null;
 }
 
-/** A DKIM signing key as nodemailer takes it: `d=` domainName, `s=` keySelector, the private key in PKCS#8 PEM. */
+/** A DKIM signing key as nodemailer takes it: `d=` domainName, `s=` keySelector, the parsed private key. */
 export interface DkimKey {
   domainName: string;
   keySelector: string;
-  privateKey: string;
+  privateKey: KeyObject;
 }
 
 export type DeliveryResult = { status: 'captured' } | { status: 'sent' } | { status: 'failed'; error: string; permanent: true };

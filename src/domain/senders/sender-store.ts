@@ -1,5 +1,5 @@
 import type { Db } from '../db/database.js';
-import type { SigningKey } from './signing-keys.js';
+import type { StoredKey } from './signing-keys.js';
 
 export interface SenderRow {
   id: string;
@@ -34,11 +34,8 @@ export function createSenderStore() {
     },
 
     /** The workspace's DKIM keys, as signing-keys.ts remembers them. */
-    async signingKeys(db: Db, workspaceId: string): Promise<SigningKey[]> {
-      const rows: Array<Pick<SenderRow, 'domain' | 'dkim_selector' | 'dkim_private_key'>> = await db('senders')
-        .where({ workspace_id: workspaceId })
-        .select('domain', 'dkim_selector', 'dkim_private_key');
-      return rows.map((r) => ({ domainName: r.domain, keySelector: r.dkim_selector, privateKey: r.dkim_private_key }));
+    async signingKeys(db: Db, workspaceId: string): Promise<StoredKey[]> {
+      return db('senders').where({ workspace_id: workspaceId }).select('domain', 'dkim_selector', 'dkim_private_key');
     },
 
     async domains(db: Db, workspaceId: string): Promise<string[]> {
