@@ -78,6 +78,9 @@ describeEachDatabase(
       const exact = await sendFrom(ws, 'news@brand.example');
       const [signature] = await verify(exact.raw, sender.dns);
       expect(signature).toMatchObject({ signingDomain: 'brand.example', selector: sender.dkim.selector, status: { result: 'pass' } });
+      // RFC 8058: one-click unsubscribe counts only when the signature covers both List-Unsubscribe headers.
+      const signed = /^DKIM-Signature:[^]*?\bh=([^;]+);/im.exec(exact.raw.toString('utf8'))![1]!.replace(/\s+/g, '').toLowerCase().split(':');
+      expect(signed).toEqual(expect.arrayContaining(['from', 'to', 'subject', 'date', 'message-id', 'list-unsubscribe', 'list-unsubscribe-post']));
       // Bounces go to the configured envelope sender, not to the From address.
       expect(exact.mailFrom).toBe(RETURN_PATH);
 
