@@ -1,4 +1,4 @@
-import { createServices } from '../src/domain/create-services.js';
+import { createServices, type EmailOptions } from '../src/domain/create-services.js';
 import { openDatabase } from '../src/domain/db/database.js';
 import { migrateToLatest } from '../src/domain/db/migrate.js';
 import { runDueJobs, workerOptionsFor } from '../src/worker/worker.js';
@@ -71,8 +71,11 @@ async function seedCatalog(services: ReturnType<typeof createServices>, workspac
   if (result.errors.length > 0) throw new Error(`seeding orders failed: ${JSON.stringify(result.errors.slice(0, 3))}`);
 }
 
-/** A fresh workspace with `contacts` subscribers, the catalog and a draft campaign. */
-export async function prepareCampaign(url: string, contacts: number): Promise<PreparedCampaign> {
+/**
+ * A fresh workspace with `contacts` subscribers, the catalog and a draft campaign from `news@bench.test` (the
+ * workspace's own domain, without a DKIM key; `signed` adds it as a sender with a key, so every message is signed).
+ */
+export async function prepareCampaign(url: string, contacts: number, options: { signed?: boolean } = {}): Promise<PreparedCampaign> {
   const db = openDatabase(url);
   await migrateToLatest(db.knex);
   const services = createServices(db);
@@ -82,9 +85,11 @@ export async function prepareCampaign(url: string, contacts: number): Promise<Pr
     await seedContacts(url, workspace.id, contacts);
     await seedCatalog(services, workspace.id);
     const seededSeconds = (performance.now() - seeding) / 1000;
+    if (options.signed) await services.senders.add(workspace.id, { domain: 'bench.test' });
     const feed = await services.feeds.create(workspace.id, { name: 'Best sellers', recommendation_type: 'best_selling', max_items: BLOCK });
     const campaign = await services.campaigns.create(workspace.id, {
       name: 'Bench',
+      from_email: 'news@bench.test',
       subject: 'Picks for {{ contact.email }}',
       html: `<p>Hello {{ contact.email }}</p>{% products feed: "${feed.feed.id}", limit: ${BLOCK}, fallback: "best_selling" %}<a href="{{ item.url }}">{{ item.title }}</a>{% endproducts %}<a href="https://bench.test/sale">Sale</a><a href="{{ unsubscribe_url }}">Unsubscribe</a>`,
     });
@@ -95,10 +100,15 @@ export async function prepareCampaign(url: string, contacts: number): Promise<Pr
 }
 
 /** Starts the send and works it through with this process's worker until every message reached an end. */
-export async function sendCampaign(url: string, prepared: Pick<PreparedCampaign, 'workspaceId' | 'campaignId'>): Promise<CampaignSendResult> {
+export async function sendCampaign(
+  url: string,
+  prepared: Pick<PreparedCampaign, 'workspaceId' | 'campaignId'>,
+  /** Unset: captured. An SMTP relay (the sink of smtp-sink.ts) when given. */
+  email?: EmailOptions,
+): Promise<CampaignSendResult> {
   const { workspaceId, campaignId } = prepared;
   const db = openDatabase(url);
-  const services = createServices(db);
+  const services = createServices(db, email ? { email } : {});
   try {
     let peakRss = process.memoryUsage().rss;
     const sampler = setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 100);

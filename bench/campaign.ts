@@ -1,3 +1,7 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { prepareCampaign, sendCampaign } from './campaign-send.js';
 
 /**
@@ -8,9 +12,14 @@ import { prepareCampaign, sendCampaign } from './campaign-send.js';
  * `npm run bench` runs the two halves as processes of their own, so the sender's peak RSS is the send's alone:
  * `campaign.js --prepare <url> <contacts>` prints the prepared campaign (campaign-send.ts), and
  * `campaign.js --send <url> <workspace id> <campaign id>` sends it and prints the same JSON line.
+ *
+ * `--smtp` (with the single-process form) sends over SMTP to a loopback sink in a process of its own
+ * (smtp-sink.ts; no rate cap, 5 connections) instead of capturing; `--dkim` adds the campaign's From domain as a
+ * sender with a key first, so every message is DKIM-signed (docs/email.md, What signing costs).
  */
 async function main(): Promise<void> {
-  const args = process.argv.slice(2);
+  const flags = new Set<string>(process.argv.slice(2).filter((a) => a === '--smtp' || a === '--dkim'));
+  const args = process.argv.slice(2).filter((a) => !flags.has(a));
   const print = (value: unknown): void => void process.stdout.write(`${JSON.stringify(value)}\n`);
   if (args[0] === '--prepare') {
     const [, url, count] = args;
@@ -24,8 +33,22 @@ async function main(): Promise<void> {
   }
   const [url, count = '100000'] = args;
   if (!url) throw new Error('usage: campaign.js <database url> [contacts]');
-  const prepared = await prepareCampaign(url, Number(count));
-  print({ seededSeconds: prepared.seededSeconds, ...(await sendCampaign(url, prepared)) });
+  const prepared = await prepareCampaign(url, Number(count), { signed: flags.has('--dkim') });
+  if (!flags.has('--smtp')) return print({ seededSeconds: prepared.seededSeconds, ...(await sendCampaign(url, prepared)) });
+  const sink = spawn(process.execPath, [join(import.meta.dirname, 'smtp-sink.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const exited = once(sink, 'exit');
+  const lines = createInterface({ input: sink.stdout })[Symbol.asyncIterator]();
+  try {
+    const { url: smtpUrl } = JSON.parse((await lines.next()).value as string) as { url: string };
+    const email = { baseUrl: 'http://localhost:8080', smtpUrl, smtpRatePerSecond: 0, smtpMaxConnections: 5 };
+    const result = await sendCampaign(url, prepared, email);
+    sink.kill('SIGTERM');
+    const { received } = JSON.parse((await lines.next()).value as string) as { received: number };
+    print({ seededSeconds: prepared.seededSeconds, transport: 'smtp', dkim: flags.has('--dkim'), received, ...result });
+  } finally {
+    if (sink.exitCode === null) sink.kill('SIGTERM');
+    await exited;
+  }
 }
 
 main().catch((error) => {

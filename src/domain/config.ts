@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_DATABASE_URL } from './db/database.js';
 import { UsageError } from './errors.js';
-import { checkValue } from './shared/validate.js';
+import { checkValue, emailSchema } from './shared/validate.js';
 
 const limit = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
@@ -30,6 +30,8 @@ const envSchema = z.object({
   // Relays cap the send rate (messages per second, 0: no cap) and the connections one client may hold.
   EMK_SMTP_RATE: z.coerce.number().min(0).max(10_000, 'must be at most 10000').default(10),
   EMK_SMTP_POOL: z.coerce.number().int().min(1).max(50, 'must be at most 50').default(5),
+  // The envelope sender (MAIL FROM, Return-Path) of every mail: where receivers send bounces. Unset: the From.
+  EMK_SMTP_RETURN_PATH: emailSchema.optional(),
   // After SIGTERM the listener stays open this long, answering 503, while load balancers stop sending.
   EMK_DRAIN_GRACE_MS: z.coerce.number().min(0).max(120_000, 'must be at most 120000').int().default(5_000),
   // A template part's parse and render on a render thread, and its output (docs/email.md, Templates).
@@ -105,6 +107,8 @@ export interface EmkConfig {
   smtpUrl: string | undefined;
   smtpRatePerSecond: number;
   smtpMaxConnections: number;
+  /** EMK_SMTP_RETURN_PATH: the envelope sender of every mail (bounces go there); undefined: the From address. */
+  smtpReturnPath: string | undefined;
   /** How long the listener stays open after SIGTERM (answering 503) before it closes. */
   drainGraceMs: number;
   /** Limits of one template part's render: its deadline and its output. */
@@ -142,6 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     smtpUrl: e.EMK_SMTP_URL,
     smtpRatePerSecond: e.EMK_SMTP_RATE,
     smtpMaxConnections: e.EMK_SMTP_POOL,
+    smtpReturnPath: e.EMK_SMTP_RETURN_PATH,
     drainGraceMs: e.EMK_DRAIN_GRACE_MS,
     templateTimeoutMs: e.EMK_TEMPLATE_TIMEOUT_MS,
     templateMaxBytes: e.EMK_TEMPLATE_MAX_BYTES,

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { convert } from 'html-to-text';
 
 /** A message as the relay gets it. */
@@ -14,6 +15,15 @@ export interface OutgoingMail {
   listUnsubscribeUrl: string | null;
   /** The host part of the Message-ID. */
   messageIdDomain: string;
+  /** The sender domain's key (docs/email.md, DKIM): the SMTP transport signs with it. Unset or null: unsigned. */
+  dkim?: DkimKey | null;
+}
+
+/** A DKIM signing key as nodemailer takes it: `d=` domainName, `s=` keySelector, the parsed private key. */
+export interface DkimKey {
+  domainName: string;
+  keySelector: string;
+  privateKey: KeyObject;
 }
 
 export type DeliveryResult = { status: 'captured' } | { status: 'sent' } | { status: 'failed'; error: string; permanent: true };

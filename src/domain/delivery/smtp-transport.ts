@@ -11,7 +11,13 @@ const TEMPORARY_CODES = new Set(['ECONNECTION', 'ETIMEDOUT', 'ESOCKET', 'EDNS', 
  * reply is a permanent rejection (the caller fails the message and suppresses the address); 4xx replies and
  * connection failures are temporary (retried later by the job).
  */
-export function createSmtpTransport(options: { url: string; ratePerSecond: number; maxConnections: number }): Transport {
+export function createSmtpTransport(options: {
+  url: string;
+  ratePerSecond: number;
+  maxConnections: number;
+  /** The envelope sender (MAIL FROM, the Return-Path receivers record) for every mail; unset: the From address. */
+  returnPath?: string | undefined;
+}): Transport {
   const smtp = nodemailer.createTransport({
     url: options.url,
     pool: true,
@@ -40,6 +46,9 @@ export function createSmtpTransport(options: { url: string; ratePerSecond: numbe
             // Prepared: as written, not MIME-encoded (SendGrid reads the JSON itself).
             'X-SMTPAPI': { prepared: true, value: JSON.stringify({ unique_args: { emk_message_id: mail.messageId } }) },
           },
+          // Signed per message with the key of its From's sender domain (nodemailer's DKIM signer, relaxed/relaxed).
+          ...(mail.dkim ? { dkim: mail.dkim } : {}),
+          ...(options.returnPath ? { envelope: { from: options.returnPath, to: mail.to } } : {}),
         });
         return { status: 'sent' };
       } catch (error) {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { emailKey } from '../shared/keys.js';
 import type { Database } from '../db/database.js';
-import { TemporaryDeliveryError, textFromHtml, type OutgoingMail, type Transport } from '../delivery/mail.js';
+import { TemporaryDeliveryError, textFromHtml, type DkimKey, type OutgoingMail, type Transport } from '../delivery/mail.js';
 import type { ContactRow } from '../contacts/contact-lookup.js';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
@@ -83,6 +83,8 @@ export function createMessageService(deps: {
   dialect: Dialect;
   templates: Templates;
   transport: Transport;
+  /** The DKIM key of the From address's sender domain (the senders noun), or null: mail is sent unsigned. */
+  signingKeyFor: (workspaceId: string, fromEmail: string) => Promise<DkimKey | null>;
   tracking: TrackingService;
   suppressions: SuppressionService;
   settings: SettingsService;
@@ -216,6 +218,8 @@ export function createMessageService(deps: {
         await writeTransaction((trx) =>
           store.saveOutcomes(trx, rendered.map((r) => ({ id: r.message.id, status: 'sending', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: null })), now),
         );
+        const from = { email: content.from_email ?? sender.from_email ?? DEFAULT_FROM, name: content.from_name ?? sender.from_name ?? null };
+        const dkim = rendered.length > 0 ? await deps.signingKeyFor(workspaceId, from.email) : null;
         // Each mail the relay took is recorded `sent` as its 250 comes back, in a group commit with those that came
         // meanwhile; its slot is given back only then, so a crash re-sends at most `inFlight` mails of this process.
         const recorded = createGroupFlusher<{ id: string; sent_at: number }>((taken) =>
@@ -226,13 +230,14 @@ export function createMessageService(deps: {
           for (let r = queue.shift(); r; r = queue.shift()) {
             const mail: OutgoingMail = {
               messageId: r.message.id,
-              from: { email: content.from_email ?? sender.from_email ?? DEFAULT_FROM, name: content.from_name ?? sender.from_name ?? null },
+              from,
               to: r.message.to,
               subject: r.subject,
               html: r.html,
               text: r.text,
               listUnsubscribeUrl: r.unsubscribeUrl,
               messageIdDomain,
+              dkim,
             };
             const giveBack = await handOvers.take();
             try {

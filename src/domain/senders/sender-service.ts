@@ -10,6 +10,7 @@ import { systemClock, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
 import { createSenderSchema, dnsName, type DnsRecord, type Sender } from './sender.schema.js';
 import { createSenderStore, type SenderRow } from './sender-store.js';
+import { createSigningKeys, type SigningKey } from './signing-keys.js';
 
 const makeKeyPair = promisify(generateKeyPair);
 /** A workspace's own domains: every integration it has, one page (a shop has a handful). */
@@ -53,6 +54,7 @@ export function createSenderService(deps: {
   const { knex, writeTransaction, integrations } = deps;
   const store = createSenderStore();
   const now = deps.clock ?? systemClock;
+  const signingKeys = createSigningKeys((workspaceId) => store.signingKeys(knex, workspaceId), now);
 
   /** Every domain the workspace may send from: its integrations' (active ones) and its senders'. */
   async function domains(workspaceId: string): Promise<Set<string>> {
@@ -91,6 +93,7 @@ export function createSenderService(deps: {
         if (await store.findByDomain(trx, workspaceId, domain)) throw new ConflictError('sender domain already added');
         await store.insert(trx, row);
       });
+      signingKeys.forget(workspaceId);
       return toSender(row);
     },
 
@@ -102,7 +105,11 @@ export function createSenderService(deps: {
 
     async remove(workspaceId: string, id: string): Promise<void> {
       if (id.length > 36 || !(await store.delete(knex, workspaceId, id))) throw new NotFoundError();
+      signingKeys.forget(workspaceId);
     },
+
+    /** The DKIM key that signs mail from this address (signing-keys.ts: its sender domain's, or null). */
+    signingKeyFor: (workspaceId: string, fromEmail: string): Promise<SigningKey | null> => signingKeys.keyFor(workspaceId, fromEmail),
 
     /**
      * A `from_email` must be at one of the workspace's sender domains (or below one): else a 400 naming the

@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import type { StoredKey } from './signing-keys.js';
 
 export interface SenderRow {
   id: string;
@@ -30,6 +31,11 @@ export function createSenderStore() {
     /** Deletes the workspace's sender: false when it has none of that id. */
     async delete(db: Db, workspaceId: string, id: string): Promise<boolean> {
       return (await db('senders').where({ workspace_id: workspaceId, id }).delete()) === 1;
+    },
+
+    /** The workspace's DKIM keys, as signing-keys.ts remembers them. */
+    async signingKeys(db: Db, workspaceId: string): Promise<StoredKey[]> {
+      return db('senders').where({ workspace_id: workspaceId }).select('domain', 'dkim_selector', 'dkim_private_key');
     },
 
     async domains(db: Db, workspaceId: string): Promise<string[]> {

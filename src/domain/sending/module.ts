@@ -12,6 +12,7 @@ import { createMessageLookup } from '../messages/message-lookup.js';
 import { createMessageService } from '../messages/message-service.js';
 import type { OrderLookup } from '../orders/order-lookup.js';
 import type { Runtime } from '../runtime/module.js';
+import type { SenderService } from '../senders/sender-service.js';
 import type { SettingsService } from '../settings/settings-service.js';
 import type { Clock } from '../shared/time.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
@@ -34,6 +35,8 @@ export interface EmailOptions {
   templateLimits?: TemplateLimits;
   /** How relay webhooks fetch SNS certificates and subscription links (unset: HTTPS with a timeout; tests give their own). */
   relayFetch?: RelayFetch;
+  /** The envelope sender (Return-Path) of every mail; unset: the From address. */
+  smtpReturnPath?: string | undefined;
 }
 
 export const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
@@ -44,6 +47,7 @@ export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
   smtpRatePerSecond: config.smtpRatePerSecond,
   smtpMaxConnections: config.smtpMaxConnections,
   templateLimits: { timeoutMs: config.templateTimeoutMs, maxBytes: config.templateMaxBytes },
+  smtpReturnPath: config.smtpReturnPath,
 });
 
 /**
@@ -57,6 +61,7 @@ export function createSendingModule(
     clock: Clock | undefined;
     workspaces: WorkspaceService;
     settings: SettingsService;
+    senders: Pick<SenderService, 'signingKeyFor'>;
     integrations: IntegrationService;
     contactLookup: ContactLookup;
     contacts: ContactService;
@@ -71,7 +76,12 @@ export function createSendingModule(
   const { email, workspaces, settings, identityTokens, attribution } = deps;
   const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds: deps.feeds }), limits: email.templateLimits });
   settings.checkFootersWith(templates);
-  const transport = createTransport({ smtpUrl: email.smtpUrl, ratePerSecond: email.smtpRatePerSecond, maxConnections: email.smtpMaxConnections });
+  const transport = createTransport({
+    smtpUrl: email.smtpUrl,
+    ratePerSecond: email.smtpRatePerSecond,
+    maxConnections: email.smtpMaxConnections,
+    returnPath: email.smtpReturnPath,
+  });
   const tracking = createTrackingService({
     ...runtime,
     baseUrl: email.baseUrl,
@@ -87,6 +97,7 @@ export function createSendingModule(
     ...runtime,
     templates,
     transport,
+    signingKeyFor: deps.senders.signingKeyFor,
     tracking,
     suppressions: deps.suppressions,
     settings,
