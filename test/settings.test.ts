@@ -8,6 +8,7 @@ const DEFAULTS = {
   contact_limit: null,
   sender: { from_email: null, from_name: null },
   own_domains: [],
+  domain_rates: {},
 };
 
 describeEachDatabase('settings', (h) => {

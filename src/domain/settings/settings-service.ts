@@ -69,6 +69,7 @@ export function createSettingsService(deps: {
               }
             : {}),
           ...(input.own_domains !== undefined ? { own_domains: input.own_domains ?? [] } : {}),
+          ...(input.domain_rates !== undefined ? { domain_rates: input.domain_rates ?? {} } : {}),
         };
         await store.update(trx, workspaceId, changes);
         return { ...current, ...changes };

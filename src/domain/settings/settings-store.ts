@@ -1,8 +1,8 @@
 import type { Dialect } from '../db/dialect/dialect.js';
-import { storedOwnDomainsSchema, storedSenderSchema, type Settings } from './settings.schema.js';
+import { storedDomainRatesSchema, storedOwnDomainsSchema, storedSenderSchema, type Settings } from './settings.schema.js';
 import type { Db } from '../db/database.js';
 
-const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains'] as const;
+const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'domain_rates'] as const;
 
 /** Settings are columns of the workspace row. */
 export function createSettingsStore(dialect: Dialect) {
@@ -14,6 +14,7 @@ export function createSettingsStore(dialect: Dialect) {
       contact_limit: dialect.readNullableNumber(row.contact_limit),
       sender: { from_email: sender.from_email ?? null, from_name: sender.from_name ?? null },
       own_domains: row.own_domains === null ? [] : storedOwnDomainsSchema.parse(dialect.readJson(row.own_domains)),
+      domain_rates: row.domain_rates === null ? {} : storedDomainRatesSchema.parse(dialect.readJson(row.domain_rates)),
     };
   };
 
@@ -31,6 +32,7 @@ export function createSettingsStore(dialect: Dialect) {
       if (changes.contact_limit !== undefined) patch.contact_limit = changes.contact_limit;
       if (changes.sender !== undefined) patch.sender = dialect.writeJson(changes.sender);
       if (changes.own_domains !== undefined) patch.own_domains = dialect.writeJson(changes.own_domains);
+      if (changes.domain_rates !== undefined) patch.domain_rates = dialect.writeJson(changes.domain_rates);
       if (Object.keys(patch).length > 0) await db('workspaces').where({ id: workspaceId }).update(patch);
     },
   };

@@ -22,6 +22,42 @@ const ownDomainsSchema = z
   .max(MAX_OWN_DOMAINS, `must list at most ${MAX_OWN_DOMAINS} domains`)
   .transform((domains) => [...new Set(domains)]);
 
+/** How many domains `domain_rates` may list, and the highest rate one may set (messages per minute). */
+export const MAX_DOMAIN_RATES = 100;
+export const MAX_DOMAIN_RATE = 1_000_000;
+
+/**
+ * `domain_rates`: at most so many messages a minute to a recipient domain (docs/email.md, Rates), beside the
+ * relay-wide `EMK_SMTP_RATE`. Keys are kept as bare lower-case hosts with a dot; a later spelling of a repeated
+ * domain wins.
+ */
+const domainRatesSchema = z
+  .record(
+    z.string(),
+    z
+      .number()
+      .int('must be a whole number of messages per minute')
+      .min(1, 'must be at least 1 message per minute')
+      .max(MAX_DOMAIN_RATE, `must be at most ${MAX_DOMAIN_RATE} messages per minute`),
+  )
+  .transform((rates, ctx) => {
+    const entries = Object.entries(rates);
+    if (entries.length > MAX_DOMAIN_RATES) {
+      ctx.addIssue({ code: 'custom', message: `must list at most ${MAX_DOMAIN_RATES} domains` });
+      return z.NEVER;
+    }
+    const kept: Record<string, number> = {};
+    for (const [key, rate] of entries) {
+      const domain = domainSchema.safeParse(key);
+      if (!domain.success || domain.data !== key.trim().toLowerCase() || !domain.data.includes('.') || domain.data.includes(':')) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'must be a recipient domain such as gmail.com' });
+        return z.NEVER;
+      }
+      kept[domain.data] = rate;
+    }
+    return kept;
+  });
+
 const windowDays = z
   .number()
   .min(0, 'must be at least 0')
@@ -47,6 +83,7 @@ export const updateSettingsSchema = z.strictObject(
       )
       .optional(),
     own_domains: ownDomainsSchema.nullable().optional(),
+    domain_rates: domainRatesSchema.nullable().optional(),
   },
   { error: unknownFields },
 );
@@ -66,6 +103,9 @@ export const storedSenderSchema = z
 /** How `own_domains` is stored (a JSON column): re-checked on the way out. */
 export const storedOwnDomainsSchema = z.array(z.string()).catch([]);
 
+/** How `domain_rates` is stored (a JSON column): re-checked on the way out. */
+export const storedDomainRatesSchema = z.record(z.string(), z.number().int().positive()).catch({});
+
 /** A workspace's settings: attribution windows, the contact limit (null = unlimited), the sender, its own domains. */
 export interface Settings {
   click_window_days: number;
@@ -73,6 +113,8 @@ export interface Settings {
   contact_limit: number | null;
   sender: Sender;
   own_domains: string[];
+  /** Messages per minute at most, by recipient domain; none by default. */
+  domain_rates: Record<string, number>;
 }
 
 /** The settings record, as a schema: what the API documents for replies. */
@@ -82,4 +124,5 @@ export const settingsRecordSchema = z.object({
   contact_limit: z.number().int().nullable(),
   sender: z.object({ from_email: z.string().nullable(), from_name: z.string().nullable() }),
   own_domains: z.array(z.string()).describe('Domains whose links get `_ir_id`, besides those of the website integrations'),
+  domain_rates: z.record(z.string(), z.number().int()).describe('At most so many messages a minute per recipient domain'),
 }) satisfies z.ZodType<Settings>;
