@@ -22,9 +22,9 @@ const ownDomainsSchema = z
   .max(MAX_OWN_DOMAINS, `must list at most ${MAX_OWN_DOMAINS} domains`)
   .transform((domains) => [...new Set(domains)]);
 
-/** How many domains `domain_rates` may list, and the highest rate one may set (messages per minute). */
+/** How many domains `domain_rates` may list, and the highest rate one may set (messages per minute; the pacer keeps the last minute's hand-over times, so at most 100,000 numbers per workspace and domain). */
 export const MAX_DOMAIN_RATES = 100;
-export const MAX_DOMAIN_RATE = 1_000_000;
+export const MAX_DOMAIN_RATE = 100_000;
 
 /**
  * `domain_rates`: at most so many messages a minute to a recipient domain (docs/email.md, Rates), beside the
