@@ -31,6 +31,7 @@ import * as addWorkspaceOwnDomains from './202611270930_add_workspace_own_domain
 import * as addUserRolesAndSenders from './202611270940_add_user_roles_and_senders.js';
 import * as createRelayWebhooks from './202611271010_create_relay_webhooks.js';
 import * as addWorkspaceFooter from './202611271030_add_workspace_footer.js';
+import * as addWorkspaceDomainRates from './202611271040_add_workspace_domain_rates.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -74,4 +75,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611270940_add_user_roles_and_senders', addUserRolesAndSenders],
   ['202611271010_create_relay_webhooks', createRelayWebhooks],
   ['202611271030_add_workspace_footer', addWorkspaceFooter],
+  ['202611271040_add_workspace_domain_rates', addWorkspaceDomainRates],
 ];

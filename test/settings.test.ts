@@ -11,6 +11,7 @@ const DEFAULTS = {
   footer_html: null,
   footer_text: null,
   postal_address: null,
+  domain_rates: {},
 };
 
 describeEachDatabase('settings', (h) => {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { emailKey } from '../shared/keys.js';
 import type { Database } from '../db/database.js';
+import { createDomainPacer, createPacedQueue, isTemporaryRefusal, recipientDomain, type DomainPacer } from '../delivery/domain-pacing.js';
 import { TemporaryDeliveryError, textFromHtml, type DkimKey, type OutgoingMail, type Transport } from '../delivery/mail.js';
 import type { ContactRow } from '../contacts/contact-lookup.js';
 import type { Db } from '../db/database.js';
@@ -98,6 +99,8 @@ export function createMessageService(deps: {
    * this many (docs/email.md, Each mail once).
    */
   inFlight?: number | undefined;
+  /** The pace per recipient domain, shared by this process's batches (docs/email.md, Rates). */
+  pacer?: DomainPacer;
   clock?: Clock;
 }) {
   const { knex, writeTransaction, templates, transport, tracking, suppressions, settings, workspaces } = deps;
@@ -107,6 +110,7 @@ export function createMessageService(deps: {
   const messageIdDomain = new URL(deps.baseUrl).hostname || 'localhost';
   const inFlight = deps.inFlight ?? DEFAULT_IN_FLIGHT;
   const handOvers = createHandOverSlots(inFlight);
+  const pacer = deps.pacer ?? createDomainPacer();
 
   /**
    * Renders one message: personalised subject and body, the footer of marketing mail whose part lacks its
@@ -189,7 +193,7 @@ export function createMessageService(deps: {
       const due = addressed.filter((m) => !skippedIds.has(m.id));
 
       const workspace = await workspaces.get(workspaceId);
-      const { sender } = await settings.cached(workspaceId);
+      const { sender, domain_rates } = await settings.cached(workspaceId);
       const signer = await tracking.signerFor(workspaceId);
       const shared = { workspace: { name: workspace.name } };
       // Rendered on the pool's threads, several at once; kept in the batch's order.
@@ -211,6 +215,7 @@ export function createMessageService(deps: {
       /** Mails the relay took, already recorded `sent` one group commit at a time. */
       let sent = 0;
       let temporary: TemporaryDeliveryError | null = null;
+      let paced: { count: number; afterMs: number | null } = { count: 0, afterMs: null };
       if (transport.captures) {
         for (const r of rendered) outcomes.push({ id: r.message.id, status: 'captured', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: now });
       } else {
@@ -225,9 +230,11 @@ export function createMessageService(deps: {
         const recorded = createGroupFlusher<{ id: string; sent_at: number }>((taken) =>
           writeTransaction((trx) => store.markSent(trx, taken, clock())),
         );
-        const queue = [...rendered];
+        // Each domain at its pace; mails a domain has no room for soon stay `sending` for the job's retry.
+        const queue = createPacedQueue(pacer, { workspaceId, rates: domain_rates, domainOf: (r: Rendered) => recipientDomain(r.message.to) });
+        for (const r of rendered) queue.add(r);
         const send = async () => {
-          for (let r = queue.shift(); r; r = queue.shift()) {
+          for (let r = await queue.next(); r; r = await queue.next()) {
             const mail: OutgoingMail = {
               messageId: r.message.id,
               from,
@@ -252,6 +259,7 @@ export function createMessageService(deps: {
               }
             } catch (error) {
               if (!(error instanceof TemporaryDeliveryError)) throw error;
+              if (isTemporaryRefusal(error)) pacer.refused(recipientDomain(r.message.to));
               temporary ??= error;
             } finally {
               giveBack();
@@ -259,6 +267,7 @@ export function createMessageService(deps: {
           }
         };
         await Promise.all(Array.from({ length: Math.min(inFlight, rendered.length) }, send));
+        paced = queue.setAside;
       }
 
       await writeTransaction(async (trx) => {
@@ -272,8 +281,9 @@ export function createMessageService(deps: {
       const result = { delivered: sent + outcomes.length - failed, failed, skipped: skipped.length };
       if (temporary !== null) {
         const { message, retryAfterMs } = temporary as TemporaryDeliveryError;
-        throw new RetryJobLater(`temporary delivery failure: ${message}`, retryAfterMs ?? 60_000);
+        throw new RetryJobLater(`temporary delivery failure: ${message}`, Math.min(retryAfterMs ?? 60_000, paced.afterMs ?? Infinity));
       }
+      if (paced.afterMs !== null) throw new RetryJobLater(`${paced.count} messages wait for their domain's rate`, paced.afterMs);
       return result;
     },
 

@@ -3,6 +3,7 @@ import { createConsentService } from '../consent/consent-service.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { ContactService } from '../contacts/contact-service.js';
 import type { EmkConfig } from '../config.js';
+import { createDomainPacer } from '../delivery/domain-pacing.js';
 import { createTransport } from '../delivery/transport.js';
 import type { EventService } from '../events/event-service.js';
 import type { FeedService } from '../feeds/feed-service.js';
@@ -105,6 +106,7 @@ export function createSendingModule(
     reporting: { engagementCounts: attribution.engagementCounts, attributedTotals: deps.orderLookup.attributedTotals },
     baseUrl: email.baseUrl,
     inFlight: email.smtpMaxConnections,
+    pacer: createDomainPacer(deps.clock),
   });
   const consent = createConsentService({ ...runtime, tracking, contactLookup: deps.contactLookup, contacts: deps.contacts, workspaces });
   const relayWebhooks = createRelayWebhookService({

@@ -90,6 +90,7 @@ export function createSettingsService(deps: {
           ...(input.footer_html !== undefined ? { footer_html: input.footer_html } : {}),
           ...(input.footer_text !== undefined ? { footer_text: input.footer_text } : {}),
           ...(input.postal_address !== undefined ? { postal_address: input.postal_address } : {}),
+          ...(input.domain_rates !== undefined ? { domain_rates: input.domain_rates ?? {} } : {}),
         };
         await store.update(trx, workspaceId, changes);
         return { ...current, ...changes };

@@ -1,8 +1,8 @@
 import type { Dialect } from '../db/dialect/dialect.js';
-import { storedOwnDomainsSchema, storedSenderSchema, type Settings } from './settings.schema.js';
+import { storedDomainRatesSchema, storedOwnDomainsSchema, storedSenderSchema, type Settings } from './settings.schema.js';
 import type { Db } from '../db/database.js';
 
-const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'footer_html', 'footer_text', 'postal_address'] as const;
+const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'footer_html', 'footer_text', 'postal_address', 'domain_rates'] as const;
 /** Text columns a PATCH writes as sent (null clears). */
 const TEXT_COLUMNS = ['footer_html', 'footer_text', 'postal_address'] as const;
 const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
@@ -20,6 +20,7 @@ export function createSettingsStore(dialect: Dialect) {
       footer_html: textOrNull(row.footer_html),
       footer_text: textOrNull(row.footer_text),
       postal_address: textOrNull(row.postal_address),
+      domain_rates: row.domain_rates === null ? {} : storedDomainRatesSchema.parse(dialect.readJson(row.domain_rates)),
     };
   };
 
@@ -38,6 +39,7 @@ export function createSettingsStore(dialect: Dialect) {
       if (changes.sender !== undefined) patch.sender = dialect.writeJson(changes.sender);
       if (changes.own_domains !== undefined) patch.own_domains = dialect.writeJson(changes.own_domains);
       for (const column of TEXT_COLUMNS) if (changes[column] !== undefined) patch[column] = changes[column];
+      if (changes.domain_rates !== undefined) patch.domain_rates = dialect.writeJson(changes.domain_rates);
       if (Object.keys(patch).length > 0) await db('workspaces').where({ id: workspaceId }).update(patch);
     },
   };

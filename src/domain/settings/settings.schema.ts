@@ -29,6 +29,41 @@ export const MAX_POSTAL_ADDRESS_CHARS = 500;
 
 /** A footer template (Liquid, checked like a campaign's at PATCH); `null` goes back to the default footer. */
 const footerTemplate = text(MAX_FOOTER_CHARS).nullable().optional();
+/** How many domains `domain_rates` may list, and the highest rate one may set (messages per minute; the pacer keeps the last minute's hand-over times, so at most 100,000 numbers per workspace and domain). */
+export const MAX_DOMAIN_RATES = 100;
+export const MAX_DOMAIN_RATE = 100_000;
+
+/**
+ * `domain_rates`: at most so many messages a minute to a recipient domain (docs/email.md, Rates), beside the
+ * relay-wide `EMK_SMTP_RATE`. Keys are kept as bare lower-case hosts with a dot; a later spelling of a repeated
+ * domain wins.
+ */
+const domainRatesSchema = z
+  .record(
+    z.string(),
+    z
+      .number()
+      .int('must be a whole number of messages per minute')
+      .min(1, 'must be at least 1 message per minute')
+      .max(MAX_DOMAIN_RATE, `must be at most ${MAX_DOMAIN_RATE} messages per minute`),
+  )
+  .transform((rates, ctx) => {
+    const entries = Object.entries(rates);
+    if (entries.length > MAX_DOMAIN_RATES) {
+      ctx.addIssue({ code: 'custom', message: `must list at most ${MAX_DOMAIN_RATES} domains` });
+      return z.NEVER;
+    }
+    const kept: Record<string, number> = {};
+    for (const [key, rate] of entries) {
+      const domain = domainSchema.safeParse(key);
+      if (!domain.success || domain.data !== key.trim().toLowerCase() || !domain.data.includes('.') || domain.data.includes(':')) {
+        ctx.addIssue({ code: 'custom', path: [key], message: 'must be a recipient domain such as gmail.com' });
+        return z.NEVER;
+      }
+      kept[domain.data] = rate;
+    }
+    return kept;
+  });
 
 const windowDays = z
   .number()
@@ -62,6 +97,7 @@ export const updateSettingsSchema = z.strictObject(
       .nullable()
       .optional()
       .transform((address) => (address === '' ? null : address)),
+    domain_rates: domainRatesSchema.nullable().optional(),
   },
   { error: unknownFields },
 );
@@ -81,9 +117,12 @@ export const storedSenderSchema = z
 /** How `own_domains` is stored (a JSON column): re-checked on the way out. */
 export const storedOwnDomainsSchema = z.array(z.string()).catch([]);
 
+/** How `domain_rates` is stored (a JSON column): re-checked on the way out. */
+export const storedDomainRatesSchema = z.record(z.string(), z.number().int().positive()).catch({});
+
 /**
  * A workspace's settings: attribution windows, the contact limit (null = unlimited), the sender, its own domains,
- * the footer of its marketing mail (null: the default) and its postal address.
+ * the footer of its marketing mail (null: the default), its postal address and its per-domain send rates.
  */
 export interface Settings {
   click_window_days: number;
@@ -94,6 +133,8 @@ export interface Settings {
   footer_html: string | null;
   footer_text: string | null;
   postal_address: string | null;
+  /** Messages per minute at most, by recipient domain; none by default. */
+  domain_rates: Record<string, number>;
 }
 
 /** The settings record, as a schema: what the API documents for replies. */
@@ -106,4 +147,5 @@ export const settingsRecordSchema = z.object({
   footer_html: z.string().nullable().describe('Liquid footer of marketing mail whose HTML lacks its unsubscribe link (null: the default footer)'),
   footer_text: z.string().nullable().describe('Liquid footer of the text part, when a template has one that lacks the link (null: the default)'),
   postal_address: z.string().nullable().describe('The postal address commercial mail carries (`workspace.postal_address`)'),
+  domain_rates: z.record(z.string(), z.number().int()).describe('At most so many messages a minute per recipient domain'),
 }) satisfies z.ZodType<Settings>;
