@@ -193,16 +193,21 @@ describeEachDatabase(
       expect((await statusesAt(ws, id, slow)).sort()).toEqual(['sending', 'sending', 'sending', 'sending', 'sent', 'sent', 'sent']);
       const job = await h().services.db.knex('jobs').where({ kind: 'campaign.batch' }).whereNull('failed_at').first();
       expect(job.last_error).toMatch(/4 messages wait for their domain's rate/);
+      // Waiting for a domain's rate is no failure: it uses none of the job's attempts, so a batch far above a low
+      // rate is never given up.
+      expect(Number(job.attempts)).toBe(0);
 
       // Within the same minute, the retry sends nothing more to that domain.
       await retryAfter(50_000);
       expect(relay.tried(slow)).toBe(3);
+      expect(Number((await h().services.db.knex('jobs').where({ id: job.id }).first()).attempts)).toBe(0);
       // The next minute, three more; the one after, the last.
       await retryAfter(10_000);
       expect(relay.arrived(slow)).toBe(6);
       await retryAfter(60_000);
       expect(relay.arrived(slow)).toBe(7);
       expect(relay.arrived(fast)).toBe(6);
+
       expect((await api(ws, 'GET', `/campaigns/${id}`)).json().status).toBe('sent');
     });
 

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { PermanentJobError, type Job, type JobHandlers, type JobQueue, type WakeReason } from '../domain/jobs/job-queue.js';
+import { DeferJob, PermanentJobError, type Job, type JobHandlers, type JobQueue, type WakeReason } from '../domain/jobs/job-queue.js';
 
 export interface WorkerOptions {
   jobs: JobQueue;
@@ -87,6 +87,11 @@ function runLoop(options: WorkerOptions, untilIdle: boolean) {
       await jobs.complete(job, owner);
       ran += 1;
     } catch (error) {
+      // A job waiting its turn (a domain's rate) is neither done nor failed.
+      if (error instanceof DeferJob) {
+        await jobs.defer(job, owner, error).catch(() => {});
+        return;
+      }
       failed += 1;
       const outcome = await jobs.fail(job, owner, error).catch(() => 'retried' as const);
       options.onFailure?.(job, error, outcome);

@@ -30,6 +30,19 @@ export class RetryJobLater extends Error {
   }
 }
 
+/**
+ * Thrown by a handler whose work must wait for something that is no failure (a recipient domain's rate): the
+ * job runs again after `delayMs`, and the wait does not use one of its attempts.
+ */
+export class DeferJob extends Error {
+  constructor(
+    message: string,
+    readonly delayMs: number,
+  ) {
+    super(message);
+  }
+}
+
 export const DEFAULT_MAX_ATTEMPTS = 10;
 
 /** 2^attempt seconds, at most an hour, with up to 20 % jitter so retries of one outage do not move in step. */
@@ -89,6 +102,12 @@ export function createJobQueue(deps: { db: Database; clock?: Clock }) {
     extendLease: (job: Job, owner: string, leaseMs: number) => store.extendLease(db.knex, job.id, owner, clock() + leaseMs),
 
     complete: (job: Job, owner: string) => store.complete(db.knex, job.id, owner),
+
+    /** Runs the job again after the handler's delay, giving back the attempt its claim took (`DeferJob`). */
+    async defer(job: Job, owner: string, deferral: DeferJob): Promise<void> {
+      const now = clock();
+      await store.release(db.knex, job.id, owner, deferral.message.slice(0, 2000), now + deferral.delayMs, now, { refundAttempt: true });
+    },
 
     /** After a failure: again after back-off, or given up when the job is out of attempts or permanent. */
     async fail(job: Job, owner: string, error: unknown): Promise<'retried' | 'failed'> {

@@ -85,7 +85,7 @@ export function createJobStore(dialect: Dialect) {
     },
 
     /** Runs the job again at `runAt`, or gives up (`failed_at`) when `runAt` is null. */
-    async release(db: Db, id: number, owner: string, error: string, runAt: number | null, now: number): Promise<boolean> {
+    async release(db: Db, id: number, owner: string, error: string, runAt: number | null, now: number, options: { refundAttempt?: boolean } = {}): Promise<boolean> {
       const changed = await db('jobs')
         .where({ id, locked_by: owner })
         .update({
@@ -93,6 +93,7 @@ export function createJobStore(dialect: Dialect) {
           locked_until: null,
           last_error: error,
           ...(runAt === null ? { failed_at: now } : { run_at: runAt }),
+          ...(options.refundAttempt ? { attempts: db.raw('attempts - 1') } : {}),
         });
       return changed > 0;
     },

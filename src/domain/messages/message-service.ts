@@ -9,7 +9,7 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { mayStillReceive } from '../segments/audience.js';
 import { uuidv7 } from '../shared/ids.js';
 import { NotFoundError } from '../errors.js';
-import { RetryJobLater } from '../jobs/job-queue.js';
+import { DeferJob, RetryJobLater } from '../jobs/job-queue.js';
 import type { SettingsService } from '../settings/settings-service.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
@@ -283,7 +283,7 @@ export function createMessageService(deps: {
         const { message, retryAfterMs } = temporary as TemporaryDeliveryError;
         throw new RetryJobLater(`temporary delivery failure: ${message}`, Math.min(retryAfterMs ?? 60_000, paced.afterMs ?? Infinity));
       }
-      if (paced.afterMs !== null) throw new RetryJobLater(`${paced.count} messages wait for their domain's rate`, paced.afterMs);
+      if (paced.afterMs !== null) throw new DeferJob(`${paced.count} messages wait for their domain's rate`, paced.afterMs);
       return result;
     },
 
