@@ -30,6 +30,7 @@ import * as indexOutboxFactsReadByContact from './202611251100_index_outbox_fact
 import * as addWorkspaceOwnDomains from './202611270930_add_workspace_own_domains.js';
 import * as addUserRolesAndSenders from './202611270940_add_user_roles_and_senders.js';
 import * as createRelayWebhooks from './202611271010_create_relay_webhooks.js';
+import * as addMessageToSubscriptionChanges from './202611271050_add_message_to_subscription_changes.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -72,4 +73,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611270930_add_workspace_own_domains', addWorkspaceOwnDomains],
   ['202611270940_add_user_roles_and_senders', addUserRolesAndSenders],
   ['202611271010_create_relay_webhooks', createRelayWebhooks],
+  ['202611271050_add_message_to_subscription_changes', addMessageToSubscriptionChanges],
 ];
