@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { deliverabilityFlags } from '../src/domain/shared/send-report.js';
+import { signTrackingToken } from '../src/domain/tracking/tracking-token.js';
 import { runEmk } from './helpers/cli.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
@@ -94,6 +95,24 @@ describeEachDatabase('deliverability in the reports', (h) => {
     });
     // The existing fields keep their meaning: a message reported bounced or complained about was sent all the same.
     expect(report.sent).toBe(10);
+  });
+
+  it('a consent link made before links named their message still unsubscribes, and counts for no campaign', async () => {
+    const ws = await h().workspace();
+    await contacts(ws, 2);
+    const { id, messages } = await sendCampaign(ws, 'Old links', '<a href="{{ unsubscribe_url }}">Unsubscribe</a>');
+    const secret = (await h().services.identityTokens.secretOf(ws.id))!;
+    const old = signTrackingToken(secret, { kind: 'consent', workspaceId: ws.id, subjectId: messages[0]!.contact_id, url: null });
+    expect(unsubscribeUrlOf(messages[0]!.html).pathname).not.toBe(`/cp/unsubscribe/${old}`);
+    expect((await h().app.inject({ method: 'POST', url: `/cp/unsubscribe/${old}` })).statusCode).toBe(200);
+    expect((await s.api(ws, 'GET', `/contacts/${messages[0]!.contact_id}`)).json().subscription_status).toBe('unsubscribed');
+    // A link whose message was changed is not ours: a 404 page that changes nothing.
+    const current = unsubscribeUrlOf(messages[1]!.html).pathname.split('/').pop()!;
+    const bytes = Buffer.from(current, 'base64url');
+    bytes[bytes.length - 17] ^= 1;
+    expect((await h().app.inject({ method: 'POST', url: `/cp/unsubscribe/${bytes.toString('base64url')}` })).statusCode).toBe(404);
+    expect((await s.api(ws, 'GET', `/contacts/${messages[1]!.contact_id}`)).json().subscription_status).toBe('subscribed');
+    expect((await s.api(ws, 'GET', `/campaigns/${id}/report`)).json()).toMatchObject({ sent: 2, unsubscribed: 0, unsubscribe_rate: 0 });
   });
 
   it('a flow report counts its messages the same way', async () => {
