@@ -109,7 +109,7 @@ describeEachDatabase('deliverability in the reports', (h) => {
     // A link whose message was changed is not ours: a 404 page that changes nothing.
     const current = unsubscribeUrlOf(messages[1]!.html).pathname.split('/').pop()!;
     const bytes = Buffer.from(current, 'base64url');
-    bytes[bytes.length - 17] ^= 1;
+    bytes[bytes.length - 17] = bytes[bytes.length - 17]! ^ 1;
     expect((await h().app.inject({ method: 'POST', url: `/cp/unsubscribe/${bytes.toString('base64url')}` })).statusCode).toBe(404);
     expect((await s.api(ws, 'GET', `/contacts/${messages[1]!.contact_id}`)).json().subscription_status).toBe('subscribed');
     expect((await s.api(ws, 'GET', `/campaigns/${id}/report`)).json()).toMatchObject({ sent: 2, unsubscribed: 0, unsubscribe_rate: 0 });

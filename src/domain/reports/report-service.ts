@@ -51,7 +51,11 @@ export function createReportService(deps: {
       return { data: data.sort((a, b) => b.revenue - a.revenue || a.currency.localeCompare(b.currency)) };
     },
 
-    /** Per campaign and flow with messages handed over among those written in the last `days` days; most sent first. */
+    /**
+     * Per campaign and flow with messages handed over among those written in the last `days` days; most sent first.
+     * Read from the rows each time, no aggregate kept: ~0.1 s over 200,000 messages (docs/performance.md,
+     * Deliverability reports).
+     */
     async deliverability(workspaceId: string, query: unknown = {}): Promise<DeliverabilityReport> {
       const days = parseInput(deliverabilityQuerySchema, query ?? {}).days ?? DEFAULT_DELIVERABILITY_DAYS;
       const since = clock() - days * DAY_MS;
