@@ -33,3 +33,6 @@ export function inputFile(path: string): string {
   if (!existsSync(path)) throw new UsageError(`no such file: ${path}`);
   return path;
 }
+
+/** `--days` of `emk report deliverability`: 1 to 3650. */
+export const daysFlag = (value: string) => flag('--days', wholeNumber(1, 3650), value);

@@ -15,7 +15,7 @@ export interface ConsentView {
 /**
  * The recipient's side of consent (docs/email.md, Consent): the unsubscribe and preferences links every
  * marketing message carries. A token names a contact of one workspace; one that is not ours changes nothing.
- * Every change lands in the contact's consent history with its origin.
+ * Every change lands in the contact's consent history with its origin and the message whose link it was.
  */
 export function createConsentService(deps: {
   knex: Knex;
@@ -45,7 +45,7 @@ export function createConsentService(deps: {
     async setStatus(token: string, status: SubscriptionStatus, origin: string): Promise<ConsentView | null> {
       const subject = await subjectOf(token);
       if (!subject) return null;
-      await contacts.changeStatus(subject.workspaceId, subject.contactId, status, origin);
+      await contacts.changeStatus(subject.workspaceId, subject.contactId, status, origin, subject.messageId);
       const workspace = await workspaces.get(subject.workspaceId);
       return { email: subject.contact.email, status, workspaceName: workspace.name };
     },

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { createContactStore } from './contact-store.js';
@@ -19,6 +20,8 @@ export function createContactLookup(dialect: Dialect) {
     ownersOfAnonymousIds: (db: Db, pairs: [string, string][]) => store.ownersOfAnonymousIds(db, pairs),
     toContacts: (db: Db, rows: Parameters<typeof store.toContacts>[1]) => store.toContacts(db, rows),
     statusChanges: (db: Db, contactId: string) => store.statusChanges(db, contactId),
+    /** Send reports: contacts unsubscribed through the messages a query selects (`id`, and `grp` to group by). */
+    unsubscribeCounts: (db: Db, messages: Knex.QueryBuilder) => store.unsubscribeCounts(db, messages),
     /** The erasure's tombstone (data rights owns when; the row's shape is this noun's). */
     erase: (db: Db, id: string, now: number) => store.erase(db, id, now),
   };

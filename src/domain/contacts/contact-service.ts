@@ -386,15 +386,16 @@ export function createContactService(deps: {
 
     /**
      * A consent change from outside the API (an unsubscribe link, the preferences page, a relay's complaint),
-     * recorded with its origin. Returns the status before; unchanged statuses record nothing.
+     * recorded with its origin and the message it came through, if any. Returns the status before; unchanged
+     * statuses record nothing.
      */
-    async changeStatus(workspaceId: string, id: string, status: SubscriptionStatus, origin: string): Promise<SubscriptionStatus> {
+    async changeStatus(workspaceId: string, id: string, status: SubscriptionStatus, origin: string, messageId: string | null = null): Promise<SubscriptionStatus> {
       return writer.run(async (trx) => {
         const row = await contactStore.findById(trx, workspaceId, id, true);
         if (!row) throw new NotFoundError();
         if (row.subscription_status !== status) {
           await contactStore.update(trx, id, { subscription_status: status });
-          await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: Date.now() }]);
+          await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: Date.now(), messageId }]);
           await outbox.record(trx, [contactChangedFact(workspaceId, id, 'profile', Date.now())]);
         }
         return row.subscription_status;

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { byWorkspace, chunk, chunkSizeFor } from '../db/bulk.js';
 import { bulkInsert, bulkInsertIgnoringConflicts } from '../db/bulk-insert.js';
 import type { Dialect } from '../db/dialect/dialect.js';
@@ -30,6 +31,8 @@ export interface StatusChange {
   to: SubscriptionStatus;
   origin: string;
   at: number;
+  /** The message whose consent link (or a relay's complaint about which) made the change. */
+  messageId?: string | null;
 }
 
 export const contactKey = (workspaceId: string, email: string) => compositeKey(workspaceId, emailKey(email));
@@ -175,10 +178,25 @@ export function createContactStore(dialect: Dialect) {
           to_status: change.to,
           origin: change.origin,
           created_at: change.at,
+          message_id: change.messageId ?? null,
         })),
         [],
         { hold: true },
       );
+    },
+
+    /**
+     * Contacts unsubscribed through the messages `messages` selects (its `id`), counted once per contact and per
+     * `grp`, the caller's group key (a campaign or flow): the consent changes that name one of those messages.
+     */
+    async unsubscribeCounts(db: Db, messages: Knex.QueryBuilder): Promise<Map<string, number>> {
+      const rows: Array<{ grp: string; unsubscribed: number | string }> = await db
+        .from(messages.as('m'))
+        .join('subscription_changes as sc', 'sc.message_id', 'm.id')
+        .where('sc.to_status', 'unsubscribed')
+        .groupBy('m.grp')
+        .select('m.grp', db.raw('COUNT(DISTINCT sc.contact_id) AS unsubscribed'));
+      return new Map(rows.map((row) => [row.grp, Number(row.unsubscribed)]));
     },
 
     async statusChanges(db: Db, contactId: string): Promise<ConsentChange[]> {

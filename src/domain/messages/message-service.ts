@@ -90,8 +90,13 @@ export function createMessageService(deps: {
   suppressions: SuppressionService;
   settings: SettingsService;
   workspaces: WorkspaceService;
-  /** What a campaign's or flow's report adds to its messages' counts: engagements and attributed revenue. */
-  reporting: Omit<Parameters<typeof createSendReports>[0], 'counts'>;
+  /**
+   * What a campaign's or flow's report adds to its messages' counts: engagements, attributed revenue, and the
+   * contacts unsubscribed through the messages a query selects (`id`, grouped by `grp`).
+   */
+  reporting: Omit<Parameters<typeof createSendReports>[0], 'counts' | 'unsubscribed'> & {
+    unsubscribeCounts(db: Db, messages: Knex.QueryBuilder): Promise<Map<string, number>>;
+  };
   baseUrl: string;
   /**
    * Mails this process hands to the relay at once, across every batch it sends: the relay's pool (EMK_SMTP_POOL),
@@ -105,7 +110,12 @@ export function createMessageService(deps: {
 }) {
   const { knex, writeTransaction, templates, transport, tracking, suppressions, settings, workspaces } = deps;
   const store = createMessageStore(deps.dialect);
-  const report = createSendReports({ ...deps.reporting, counts: store.counts });
+  const report = createSendReports({
+    ...deps.reporting,
+    counts: store.counts,
+    unsubscribed: async (db, workspaceId, of) =>
+      (await deps.reporting.unsubscribeCounts(db, store.idsOf(db, workspaceId, of))).get('campaign_id' in of ? of.campaign_id : of.flow_id) ?? 0,
+  });
   const clock = deps.clock ?? systemClock;
   const messageIdDomain = new URL(deps.baseUrl).hostname || 'localhost';
   const inFlight = deps.inFlight ?? DEFAULT_IN_FLIGHT;
@@ -122,7 +132,7 @@ export function createMessageService(deps: {
     signer: Awaited<ReturnType<TrackingService['signerFor']>>,
     shared: Pick<TemplateVariables, 'workspace'> & Partial<TemplateVariables>,
   ): Promise<Rendered> {
-    const consent = signer.consentUrls(message.contact_id);
+    const consent = signer.consentUrls(message.contact_id, message.id);
     const marketing = message.message_type === 'marketing';
     // Cached: a batch reads it once from the database; a PATCH in this process is seen at once.
     const current = await settings.cached(message.workspace_id);
@@ -161,6 +171,12 @@ export function createMessageService(deps: {
 
     /** Delivery, engagement and attributed revenue of a campaign's or flow's messages (their reports). */
     report,
+    /** Deliverability counts per campaign and flow of the messages written since `since` (the deliverability report). */
+    async deliverability(db: Db, workspaceId: string, since: number) {
+      const rows = await store.deliverabilitySince(db, workspaceId, since);
+      const unsubscribed = rows.length === 0 ? new Map<string, number>() : await deps.reporting.unsubscribeCounts(db, store.idsSince(db, workspaceId, since));
+      return rows.map((row) => ({ ...row, unsubscribed: unsubscribed.get((row.campaign_id ?? row.flow_id)!) ?? 0 }));
+    },
 
     /**
      * Renders and delivers messages of one workspace written earlier as `queued` (or left `sending` by a

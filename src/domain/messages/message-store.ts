@@ -57,6 +57,26 @@ const UNFINISHED: MessageStatus[] = ['queued', 'sending'];
 /** Handed over: a message a relay later reported bounced or complained about was sent all the same. */
 const DELIVERED: MessageStatus[] = ['sent', 'captured', 'bounced', 'complained'];
 
+/** Handed over (`sent`), reported delivered, bounced and complained about: the deliverability counts' columns. */
+const deliverabilityColumns = (db: Db) => [
+  db.raw(`SUM(CASE WHEN status IN ('${DELIVERED.join("','")}') THEN 1 ELSE 0 END) AS sent`),
+  db.raw('COUNT(delivered_at) AS delivered'),
+  db.raw(`SUM(CASE WHEN status = 'bounced' THEN 1 ELSE 0 END) AS bounced`),
+  db.raw(`SUM(CASE WHEN status = 'complained' THEN 1 ELSE 0 END) AS complained`),
+];
+const deliverabilityOf = (row: Record<string, unknown> | undefined) => ({
+  sent: Number(row?.sent ?? 0),
+  delivered: Number(row?.delivered ?? 0),
+  bounced: Number(row?.bounced ?? 0),
+  complained: Number(row?.complained ?? 0),
+});
+/** A workspace's campaign and flow messages written since `since` (the `(workspace_id, created_at)` index). */
+const sendsSince = (db: Db, workspaceId: string, since: number) =>
+  db('messages')
+    .where({ workspace_id: workspaceId })
+    .where('created_at', '>=', since)
+    .where((q) => q.whereNotNull('campaign_id').orWhereNotNull('flow_id'));
+
 /** A flow step's message as first written: queued, keyed by enrolment × step. */
 export interface FlowMessageRow {
   id: string;
@@ -285,23 +305,43 @@ export function createMessageStore(dialect: Dialect) {
     list: (db: Db, workspaceId: string, filter: { contact_id?: string; campaign_id?: string; flow_id?: string }, paging: Paging) =>
       selectPage(db('messages').where({ workspace_id: workspaceId, ...filter }), NEWEST_FIRST, paging, toRecord),
 
-    /** Delivery and engagement counts of one campaign's or flow's messages. */
+    /** Delivery, deliverability and engagement counts of one campaign's or flow's messages. */
     async counts(db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }) {
       const row = await db('messages')
         .where({ workspace_id: workspaceId, ...of })
         .select(
-          db.raw(`SUM(CASE WHEN status IN ('${DELIVERED.join("','")}') THEN 1 ELSE 0 END) AS sent`),
+          ...deliverabilityColumns(db),
           db.raw(`SUM(CASE WHEN status = 'failed' THEN 1 ELSE 0 END) AS failed`),
           db.raw('COUNT(opened_at) AS unique_opens'),
           db.raw('COUNT(clicked_at) AS unique_clicks'),
         )
         .first();
       return {
-        sent: Number(row?.sent ?? 0),
+        ...deliverabilityOf(row),
         failed: Number(row?.failed ?? 0),
         unique_opens: Number(row?.unique_opens ?? 0),
         unique_clicks: Number(row?.unique_clicks ?? 0),
       };
+    },
+
+    /** The ids of one campaign's or flow's messages, with that campaign or flow as `grp` (for unsubscribe counts). */
+    idsOf: (db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }) =>
+      db('messages')
+        .where({ workspace_id: workspaceId, ...of })
+        .select('id', `${'campaign_id' in of ? 'campaign_id' : 'flow_id'} as grp`),
+
+    /** The ids of the campaign and flow messages written since `since`, with their campaign or flow as `grp`. */
+    idsSince: (db: Db, workspaceId: string, since: number) =>
+      sendsSince(db, workspaceId, since).select('id', db.raw('COALESCE(campaign_id, flow_id) AS grp')),
+
+    /** Per campaign and flow with messages handed over among those written since `since`: deliverability counts. */
+    async deliverabilitySince(db: Db, workspaceId: string, since: number) {
+      const rows: Array<Record<string, unknown>> = await sendsSince(db, workspaceId, since)
+        .groupBy('campaign_id', 'flow_id')
+        .select('campaign_id', 'flow_id', ...deliverabilityColumns(db));
+      return rows
+        .map((row) => ({ campaign_id: row.campaign_id as string | null, flow_id: row.flow_id as string | null, ...deliverabilityOf(row) }))
+        .filter((row) => row.sent > 0);
     },
   };
 }

@@ -27,7 +27,7 @@ export function createOperationsModule(
     productActivity: ProductActivity;
   },
 ) {
-  const reports = createReportService({ ...runtime, orders: deps.orderLookup, campaigns: deps.campaigns, flows: deps.flows });
+  const reports = createReportService({ ...runtime, orders: deps.orderLookup, campaigns: deps.campaigns, flows: deps.flows, messages: deps.messages });
   const dataRights = createDataRightsService({
     ...runtime,
     contactLookup: deps.contactLookup,

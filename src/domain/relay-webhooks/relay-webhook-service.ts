@@ -218,7 +218,7 @@ export function createRelayWebhookService(deps: {
       // the key unclaimed, so the relay's retry does it all (and finds the contact unsubscribed already).
       for (const t of targets) {
         if (t.event.kind !== 'complaint' || t.contactId === null) continue;
-        await deps.contacts.changeStatus(webhook.workspace_id, t.contactId, 'unsubscribed', 'complaint').catch((error: unknown) => {
+        await deps.contacts.changeStatus(webhook.workspace_id, t.contactId, 'unsubscribed', 'complaint', t.messageId).catch((error: unknown) => {
           if (!(error instanceof NotFoundError)) throw error;
         });
       }

@@ -1,8 +1,16 @@
 import { z } from 'zod';
 import { parseTimestamp } from '../shared/time.js';
+import { numericText } from '../shared/numbers.js';
+import {
+  deliverabilityCountsSchema,
+  deliverabilityRatesSchema,
+  type DeliverabilityCounts,
+  type DeliverabilityFlag,
+  type DeliverabilityRates,
+} from '../shared/send-report.js';
 import { text } from '../shared/validate.js';
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 const time = text(64).transform((value, ctx) => {
   const at = parseTimestamp(value.length === 10 ? `${value}T00:00:00Z` : value);
@@ -39,3 +47,45 @@ export const revenueReportSchema = z.object({
     }),
   ),
 });
+
+/** GET /reports/deliverability, `emk report deliverability`: the campaign and flow messages of the last `days` days. */
+export const deliverabilityQuerySchema = z.object({
+  days: z
+    .preprocess(numericText, z.number().min(1, 'must be at least 1').max(3650, 'must be at most 3650').int())
+    .optional(),
+});
+
+export const DEFAULT_DELIVERABILITY_DAYS = 30;
+
+export interface DeliverabilityRow extends DeliverabilityCounts, DeliverabilityRates {
+  campaign_id?: string;
+  flow_id?: string;
+  name: string | null;
+  /** The thresholds its rates exceed (`bounce_rate`, `complaint_rate`). */
+  flags: DeliverabilityFlag[];
+}
+
+export interface DeliverabilityReport {
+  days: number;
+  /** The messages counted were written (queued) from this time on. */
+  since: string;
+  thresholds: { complaint_rate: number; bounce_rate: number };
+  data: DeliverabilityRow[];
+}
+
+export const deliverabilityReportSchema = z.object({
+  days: z.number().int(),
+  since: z.string(),
+  thresholds: z.object({ complaint_rate: z.number(), bounce_rate: z.number() }),
+  data: z.array(
+    z
+      .object({
+        campaign_id: z.string().optional(),
+        flow_id: z.string().optional(),
+        name: z.string().nullable(),
+        flags: z.array(z.enum(['bounce_rate', 'complaint_rate'])),
+      })
+      .merge(deliverabilityCountsSchema)
+      .merge(deliverabilityRatesSchema),
+  ),
+}) satisfies z.ZodType<DeliverabilityReport>;

@@ -103,7 +103,11 @@ export function createSendingModule(
     suppressions: deps.suppressions,
     settings,
     workspaces,
-    reporting: { engagementCounts: attribution.engagementCounts, attributedTotals: deps.orderLookup.attributedTotals },
+    reporting: {
+      engagementCounts: attribution.engagementCounts,
+      attributedTotals: deps.orderLookup.attributedTotals,
+      unsubscribeCounts: deps.contactLookup.unsubscribeCounts,
+    },
     baseUrl: email.baseUrl,
     inFlight: email.smtpMaxConnections,
     pacer: createDomainPacer(deps.clock),

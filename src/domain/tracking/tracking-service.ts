@@ -28,6 +28,8 @@ interface EngagementWrite {
 export interface ConsentSubject {
   workspaceId: string;
   contactId: string;
+  /** The message whose link it was (null for links made before consent links named their message). */
+  messageId: string | null;
 }
 
 /**
@@ -126,8 +128,8 @@ export function createTrackingService(deps: {
       const sign = (kind: TrackingKind, subjectId: string, url: string | null = null) =>
         signTrackingToken(secret, { kind, workspaceId, subjectId, url });
       return {
-        consentUrls(contactId: string) {
-          const token = sign('consent', contactId);
+        consentUrls(contactId: string, messageId: string | null = null) {
+          const token = signTrackingToken(secret, { kind: 'consent', workspaceId, subjectId: contactId, url: null, messageId });
           return { unsubscribe_url: `${baseUrl}/cp/unsubscribe/${token}`, preferences_url: `${baseUrl}/cp/preferences/${token}` };
         },
         /** Every http(s) link through /t/c/ except the message's own consent links; the pixel at the end. */
@@ -173,7 +175,7 @@ export function createTrackingService(deps: {
     /** The contact a /cp/ link was made for; null for a token that is not ours. */
     async consentSubject(token: string): Promise<ConsentSubject | null> {
       const claims = await verify(token, 'consent');
-      return claims === null ? null : { workspaceId: claims.workspaceId, contactId: claims.subjectId };
+      return claims === null ? null : { workspaceId: claims.workspaceId, contactId: claims.subjectId, messageId: claims.messageId ?? null };
     },
   };
 }

@@ -3,8 +3,9 @@ import { decodeId, encodeId } from '../identity-tokens/identity-token-codec.js';
 
 /**
  * Tokens in the URLs a message carries (docs/email.md, Tracking): base64url of
- * `version | kind | workspace id | subject id | [url] | MAC`. The subject is the message (click, open) or the
- * contact (unsubscribe, preferences). The MAC is HMAC-SHA256 under the workspace secret with a purpose label
+ * `version | kind | workspace id | subject id | [url] | [message id] | MAC`. The subject is the message (click,
+ * open) or the contact (unsubscribe, preferences); a consent token also names the message it was made for, so an
+ * unsubscribe is credited to that message's campaign or flow. The MAC is HMAC-SHA256 under the workspace secret with a purpose label
  * (no identity token or other kind can pass for one), cut to 16 bytes. The workspace id travels in clear so
  * the server knows whose secret to check; nothing is stored per link.
  */
@@ -25,6 +26,8 @@ export interface TrackingClaims {
   subjectId: string;
   /** The link's original URL (click only). */
   url: string | null;
+  /** Consent only: the message whose link it is (absent from tokens made before reports counted unsubscribes). */
+  messageId?: string | null;
 }
 
 const mac = (secret: string, body: Buffer) =>
@@ -36,6 +39,7 @@ export function signTrackingToken(secret: string, claims: TrackingClaims): strin
     encodeId(claims.workspaceId),
     encodeId(claims.subjectId),
     claims.url === null ? Buffer.alloc(0) : Buffer.from(claims.url, 'utf8'),
+    claims.kind === 'consent' && claims.messageId ? encodeId(claims.messageId) : Buffer.alloc(0),
   ]);
   return Buffer.concat([body, mac(secret, body)]).toString('base64url');
 }
@@ -61,6 +65,11 @@ export function verifyTrackingToken(secret: string, token: string, kind: Trackin
   const subject = workspace && decodeId(body, workspace[1]);
   if (!workspace || !subject) return null;
   const rest = body.subarray(subject[1]);
+  if (kind === 'consent') {
+    const message = rest.length > 0 ? decodeId(body, subject[1]) : null;
+    if (rest.length > 0 && (!message || message[1] !== body.length)) return null;
+    return { kind, workspaceId: workspace[0], subjectId: subject[0], url: null, messageId: message?.[0] ?? null };
+  }
   if (kind !== 'click' && rest.length > 0) return null;
   return { kind, workspaceId: workspace[0], subjectId: subject[0], url: kind === 'click' ? rest.toString('utf8') : null };
 }

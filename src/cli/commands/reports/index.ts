@@ -1,4 +1,6 @@
 import { Command } from 'commander';
+import type { DeliverabilityReport } from '../../../domain/reports/report.schema.js';
+import { daysFlag } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
 interface RevenueOptions extends GlobalOptions {
@@ -26,10 +28,57 @@ function revenueCommand(): Command {
       ({ data }) => {
         if (data.length === 0) return 'no attributed revenue in this period';
         const rows = data.map((r) => [r.campaign_id ? 'campaign' : 'flow', r.name ?? r.campaign_id ?? r.flow_id ?? '', String(r.orders), money(r.revenue), r.currency]);
-        const header = ['source', 'name', 'orders', 'revenue', 'currency'];
-        const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-        const line = (cells: string[]) => cells.map((c, i) => (i === 2 || i === 3 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
-        return [line(header), ...rows.map(line)].join('\n');
+        return table(['source', 'name', 'orders', 'revenue', 'currency'], rows, [2, 3]);
+      },
+    ),
+  );
+}
+
+/** Columns two spaces apart; those in `right` (numbers) aligned right. */
+function table(header: string[], rows: string[][], right: number[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (right.includes(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+const percent = (rate: number) => `${(rate * 100).toFixed(2)}%`;
+
+interface DeliverabilityOptions extends GlobalOptions {
+  days?: string;
+}
+
+/**
+ * `emk report deliverability [--days N]`: GET /reports/deliverability as a table (a `!` column marks a rate
+ * above a mailbox provider's threshold, `flags` names it), or its body with --json.
+ */
+function deliverabilityCommand(): Command {
+  return withGlobalOptions(
+    new Command('deliverability')
+      .description('delivered, bounced, complained and unsubscribed per campaign and flow, rates over the thresholds flagged')
+      .option('--days <n>', 'messages of the last N days (default 30)'),
+  ).action((options: DeliverabilityOptions) =>
+    runCommand(
+      options,
+      async (context) => {
+        const days = options.days === undefined ? undefined : daysFlag(options.days);
+        const services = await context.services();
+        const workspace = await context.workspace();
+        return services.reports.deliverability(workspace.id, days === undefined ? {} : { days });
+      },
+      ({ days, data }: DeliverabilityReport) => {
+        if (data.length === 0) return `no campaign or flow messages sent in the last ${days} days`;
+        const rows = data.map((r) => [
+          r.flags.length > 0 ? '!' : '',
+          r.campaign_id ? 'campaign' : 'flow',
+          r.name ?? r.campaign_id ?? r.flow_id ?? '',
+          String(r.sent),
+          `${r.delivered} ${percent(r.delivery_rate)}`,
+          `${r.bounced} ${percent(r.bounce_rate)}`,
+          `${r.complained} ${percent(r.complaint_rate)}`,
+          `${r.unsubscribed} ${percent(r.unsubscribe_rate)}`,
+          r.flags.join(','),
+        ]);
+        return table(['!', 'source', 'name', 'sent', 'delivered', 'bounced', 'complained', 'unsubscribed', 'flags'], rows, [3, 4, 5, 6, 7]);
       },
     ),
   );
@@ -37,5 +86,5 @@ function revenueCommand(): Command {
 
 /** `emk report <name>`. */
 export function reportCommand(): Command {
-  return new Command('report').description('reports').addCommand(revenueCommand().exitOverride());
+  return new Command('report').description('reports').addCommand(revenueCommand().exitOverride()).addCommand(deliverabilityCommand().exitOverride());
 }
