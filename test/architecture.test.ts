@@ -236,4 +236,17 @@ describe('layout', () => {
       );
     }
   });
+
+  it('no file holds a merge-conflict marker (a merge left half-resolved)', () => {
+    const marker = /^(<{7} |={7}$|>{7} )/;
+    const found: string[] = [];
+    for (const file of listFiles(REPO_ROOT, ['src', 'test', 'docs', 'migrations', 'bench', 'fixtures'], (path) => /\.(ts|md|json|html|mjs)$/.test(path))) {
+      readFileSync(join(REPO_ROOT, file), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (marker.test(line)) found.push(`  ${file}:${i + 1}`);
+        });
+    }
+    expect(found, 'conflict markers').toEqual([]);
+  });
 });
