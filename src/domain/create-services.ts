@@ -2,6 +2,7 @@ import { createAccountsModule } from './accounts/module.js';
 import { createAutomationModule } from './automation/module.js';
 import { createCatalogModule } from './catalog/module.js';
 import { createCommerceModule } from './commerce/module.js';
+import { createContentModule } from './content/module.js';
 import type { Database } from './db/database.js';
 import { createIngestModule } from './ingest/module.js';
 import { createOperationsModule } from './operations/module.js';
@@ -28,13 +29,15 @@ export interface ServiceOptions {
 export function createServices(db: Database, options: ServiceOptions = {}) {
   const { clock } = options;
   const runtime = createRuntime(db);
-  const accounts = createAccountsModule(runtime, { clock });
+  const email = options.email ?? DEFAULT_EMAIL;
   const catalog = createCatalogModule(runtime);
+  const content = createContentModule({ ...catalog, templateLimits: email.templateLimits });
+  const accounts = createAccountsModule(runtime, { ...content, clock });
   const ingest = createIngestModule(runtime, { ...accounts, ...catalog });
   const commerce = createCommerceModule(runtime, { ...accounts, ...catalog, ...ingest });
   const platforms = createPlatformsModule(runtime, { ...accounts, ...catalog, ...ingest, ...commerce });
-  const sending = createSendingModule(runtime, { ...accounts, ...catalog, ...ingest, ...commerce, email: options.email ?? DEFAULT_EMAIL, clock });
-  const automation = createAutomationModule(runtime, { ...ingest, ...commerce, ...sending, senders: accounts.senders, clock, onFactSetAside: options.onFactSetAside });
+  const sending = createSendingModule(runtime, { ...content, ...accounts, ...catalog, ...ingest, ...commerce, email, clock });
+  const automation = createAutomationModule(runtime, { ...content, ...ingest, ...commerce, ...sending, senders: accounts.senders, clock, onFactSetAside: options.onFactSetAside });
   const operations = createOperationsModule(runtime, { ...catalog, ...ingest, ...commerce, ...sending, ...automation, clock });
 
   let closing: Promise<void> | null = null;
@@ -42,6 +45,7 @@ export function createServices(db: Database, options: ServiceOptions = {}) {
     ...runtime,
     ...accounts,
     ...catalog,
+    ...content,
     ...ingest,
     ...commerce,
     ...platforms,
@@ -54,7 +58,7 @@ export function createServices(db: Database, options: ServiceOptions = {}) {
         await runtime.writer.close();
         await runtime.tableGrowth.settled();
         await sending.transport.close();
-        await sending.templates.close();
+        await content.templates.close();
         await operations.rateLimiter.close();
         await db.close();
       })();

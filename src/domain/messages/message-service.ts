@@ -11,6 +11,7 @@ import { uuidv7 } from '../shared/ids.js';
 import { NotFoundError } from '../errors.js';
 import { DeferJob, RetryJobLater } from '../jobs/job-queue.js';
 import type { SettingsService } from '../settings/settings-service.js';
+import type { Settings } from '../settings/settings.schema.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { bareAddress, parseInput } from '../shared/validate.js';
@@ -34,6 +35,14 @@ export interface MessageContent {
   text: string | null;
   from_email: string | null;
   from_name: string | null;
+}
+
+/** What the messages of one send share when they render. */
+interface RenderBatch {
+  workspace: TemplateVariables['workspace'];
+  signer: Awaited<ReturnType<TrackingService['signerFor']>>;
+  /** The footer a marketing message gets when a part lacks its unsubscribe link (footer.ts). */
+  footer: ReturnType<typeof footerTemplates>;
 }
 
 /** The parts of a message a template produced, before delivery. */
@@ -129,24 +138,34 @@ export function createMessageService(deps: {
   async function render(
     message: PendingMessage,
     content: MessageContent,
-    signer: Awaited<ReturnType<TrackingService['signerFor']>>,
-    shared: Pick<TemplateVariables, 'workspace'> & Partial<TemplateVariables>,
+    batch: RenderBatch,
+    extra: Partial<TemplateVariables> = {},
   ): Promise<Rendered> {
-    const consent = signer.consentUrls(message.contact_id, message.id);
+    const consent = batch.signer.consentUrls(message.contact_id, message.id);
     const marketing = message.message_type === 'marketing';
-    // Cached: a batch reads it once from the database; a PATCH in this process is seen at once.
-    const current = await settings.cached(message.workspace_id);
-    const workspace = shared.workspace && { ...shared.workspace, postal_address: current.postal_address };
-    const variables: TemplateVariables = { ...shared, workspace, contact: contactVariables(message.contact), ...consent };
+    const variables: TemplateVariables = { ...extra, workspace: batch.workspace, contact: contactVariables(message.contact), ...consent };
     const context = { workspaceId: message.workspace_id, contactId: message.contact_id };
-    const footer = marketing ? footerTemplates(current, content.text !== null) : null;
+    const footer = marketing ? batch.footer : null;
     const { subject, html, text } = await renderWithFooter(templates, content, variables, context, footer, consent.unsubscribe_url);
     return {
       message,
       subject,
-      html: signer.decorate(message.id, html),
+      html: batch.signer.decorate(message.id, html),
       text,
       unsubscribeUrl: marketing ? consent.unsubscribe_url : null,
+    };
+  }
+
+  /** What every message of one send (or one preview) shares: the workspace, its link signer and its footer. */
+  async function renderBatch(workspaceId: string, content: MessageContent, preview = false): Promise<RenderBatch & { settings: Settings }> {
+    const workspace = await workspaces.get(workspaceId);
+    // Cached: a batch reads it once from the database; a PATCH in this process is seen at once.
+    const current = await settings.cached(workspaceId);
+    return {
+      settings: current,
+      workspace: { name: workspace.name, postal_address: current.postal_address },
+      signer: await tracking.signerFor(workspaceId, { preview }),
+      footer: footerTemplates(current, content.text !== null),
     };
   }
 
@@ -208,13 +227,11 @@ export function createMessageService(deps: {
       const skippedIds = new Set(skipped.map((m) => m.id));
       const due = addressed.filter((m) => !skippedIds.has(m.id));
 
-      const workspace = await workspaces.get(workspaceId);
-      const { sender, domain_rates } = await settings.cached(workspaceId);
-      const signer = await tracking.signerFor(workspaceId);
-      const shared = { workspace: { name: workspace.name } };
+      const batch = await renderBatch(workspaceId, content);
+      const { sender, domain_rates } = batch.settings;
       // Rendered on the pool's threads, several at once; kept in the batch's order.
       const results = await mapConcurrently(due, RENDER_PARALLEL, (message) =>
-        render(message, content, signer, { ...options.variablesOf?.(message), ...shared }).then(
+        render(message, content, batch, options.variablesOf?.(message)).then(
           (r) => r,
           (error: unknown) => error instanceof Error ? error : new Error(String(error)),
         ),
@@ -317,9 +334,8 @@ export function createMessageService(deps: {
         status: 'queued',
         contact: { email: contact.email, properties: contact.properties, subscription_status: contact.subscription_status },
       };
-      const workspace = await workspaces.get(workspaceId);
       // Links as written: a preview's message is never stored, so its links must not redirect (no open redirect).
-      const r = await render(message, content, await tracking.signerFor(workspaceId, { preview: true }), { workspace: { name: workspace.name } });
+      const r = await render(message, content, await renderBatch(workspaceId, content, true));
       return { to: contact.email, subject: r.subject, html: r.html, text: r.text ?? textFromHtml(r.html) };
     },
 

@@ -6,7 +6,6 @@ import type { EmkConfig } from '../config.js';
 import { createDomainPacer } from '../delivery/domain-pacing.js';
 import { createTransport } from '../delivery/transport.js';
 import type { EventService } from '../events/event-service.js';
-import type { FeedService } from '../feeds/feed-service.js';
 import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
 import type { IntegrationService } from '../integrations/integration-service.js';
 import { createMessageLookup } from '../messages/message-lookup.js';
@@ -17,8 +16,7 @@ import type { SenderService } from '../senders/sender-service.js';
 import type { SettingsService } from '../settings/settings-service.js';
 import type { Clock } from '../shared/time.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
-import { createBlockProductSource } from '../templates/product-block-source.js';
-import { createTemplates, type TemplateLimits } from '../templates/template-engine.js';
+import type { TemplateLimits, Templates } from '../templates/template-engine.js';
 import { createTrackingService } from '../tracking/tracking-service.js';
 import { createRelayWebhookService } from '../relay-webhooks/relay-webhook-service.js';
 import type { RelayFetch } from '../relay-webhooks/relay-signatures.js';
@@ -52,7 +50,7 @@ export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
 });
 
 /**
- * Sending: templates, the render → deliver pipeline of messages, the relay, tracking of opens and clicks, and
+ * Sending: the render → deliver pipeline of messages, the relay, tracking of opens and clicks, and
  * the consent pages every marketing message links to, and the relays' bounce and complaint webhooks.
  */
 export function createSendingModule(
@@ -71,12 +69,11 @@ export function createSendingModule(
     events: EventService;
     attribution: AttributionService;
     orderLookup: OrderLookup;
-    feeds: FeedService;
+    templates: Templates;
   },
 ) {
   const { email, workspaces, settings, identityTokens, attribution } = deps;
-  const templates = createTemplates({ blockProducts: createBlockProductSource({ feeds: deps.feeds }), limits: email.templateLimits });
-  settings.checkFootersWith(templates);
+  const { templates } = deps;
   const transport = createTransport({
     smtpUrl: email.smtpUrl,
     ratePerSecond: email.smtpRatePerSecond,
@@ -123,5 +120,5 @@ export function createSendingModule(
     fetchText: email.relayFetch,
     clock: deps.clock,
   });
-  return { templates, transport, tracking, messages, consent, relayWebhooks };
+  return { transport, tracking, messages, consent, relayWebhooks };
 }

@@ -10,9 +10,8 @@ import { updateSettingsSchema, type Settings } from './settings.schema.js';
 import { createSettingsStore } from './settings-store.js';
 
 /**
- * What checks the footer templates at PATCH: the templates of the sending area (`templates.check`, which names a
- * part `${prefix}html` / `${prefix}text`). Settings are built before templates, so the sending module hands it
- * over with `checkFootersWith`; declared here by shape, so settings import nothing of the sending half.
+ * What checks the footer templates at PATCH: the message templates (`templates.check`, which names a part
+ * `${prefix}html` / `${prefix}text`); declared here by shape, so settings import nothing of the sending half.
  */
 export interface FooterCheck {
   check(fields: { html?: string | null; text?: string | null }, prefix: string): Promise<void>;
@@ -33,13 +32,14 @@ export function createSettingsService(deps: {
   dialect: Dialect;
   /** `sender.from_email` must be at one of the workspace's sender domains. */
   senders: Pick<SenderService, 'checkFromEmail'>;
+  /** Footer templates are parsed and rendered against sample data like a campaign's. */
+  footers: FooterCheck;
   onChange?: (workspaceId: string) => void;
   clock?: Clock;
 }) {
   const { knex, writer, onChange } = deps;
   const store = createSettingsStore(deps.dialect);
   const cache = new TtlCache<string, Settings>(CACHE_TTL_MS, deps.clock);
-  let footerCheck: FooterCheck | null = null;
 
   async function get(workspaceId: string, db: Knex | Knex.Transaction = knex): Promise<Settings> {
     const settings = await store.find(db, workspaceId);
@@ -60,17 +60,12 @@ export function createSettingsService(deps: {
       return settings;
     },
 
-    /** The sending module hands over its templates: footer templates are checked at PATCH like a campaign's. */
-    checkFootersWith(check: FooterCheck): void {
-      footerCheck = check;
-    },
-
     /** PATCH: changes only the fields sent; a refused request changes nothing. */
     async update(workspaceId: string, body: unknown): Promise<Settings> {
       const input = parseInput(updateSettingsSchema, body);
       await deps.senders.checkFromEmail(workspaceId, input.sender?.from_email, 'sender.from_email');
       // A 400 naming `footer_html` / `footer_text` for a footer that does not parse or render within the limits.
-      await footerCheck?.check({ html: input.footer_html, text: input.footer_text }, 'footer_');
+      await deps.footers.check({ html: input.footer_html, text: input.footer_text }, 'footer_');
       const next = await writer.run(async (trx) => {
         const current = await store.find(trx, workspaceId, true);
         if (!current) throw new NotFoundError('workspace not found');
