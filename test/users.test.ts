@@ -171,7 +171,7 @@ describeEachDatabase('users: owners add members, who set their password', (h) =>
 });
 
 describeEachDatabase('users: a member is forbidden on owner routes and allowed elsewhere', (h) => {
-  it('users, API keys, senders, settings and integrations answer a member 403 forbidden, and change nothing', async () => {
+  it('users, API keys, senders, settings, integrations and relay webhooks answer a member 403 forbidden, and change nothing', async () => {
     const ws = await h().workspace();
     const member = await signedIn(h(), ws, 'member');
     const users = await count(h(), 'users');
@@ -189,6 +189,8 @@ describeEachDatabase('users: a member is forbidden on owner routes and allowed e
       ['GET', '/api/v1/integrations'],
       ['POST', '/api/v1/integrations', { platform: 'website', domain: 'mine.example' }],
       ['POST', `/api/v1/integrations/${ws.integrationId}/rotate-key`],
+      ['GET', '/api/v1/relay-webhooks'],
+      ['POST', '/api/v1/relay-webhooks', { provider: 'postmark', secret: 'a-long-random-password' }],
       // Another spelling of the same route is the same route.
       ['GET', '/api/v1/%75sers'],
     ];
@@ -200,6 +202,7 @@ describeEachDatabase('users: a member is forbidden on owner routes and allowed e
     expect(await count(h(), 'users')).toBe(users);
     expect(await count(h(), 'api_keys')).toBe(keys);
     expect(await count(h(), 'senders')).toBe(0);
+    expect(await count(h(), 'relay_webhooks')).toBe(0);
     expect((await h().services.settings.get(ws.id)).click_window_days).toBe(5);
   });
 
