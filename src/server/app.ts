@@ -15,6 +15,7 @@ import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { authRoutes } from './routes/auth/auth-routes.js';
 import { collectRoutes } from './routes/collect/collect-routes.js';
 import { sdkRoutes } from './routes/sdk/sdk-routes.js';
+import { shopifyPixelRoutes } from './routes/sdk/shopify-pixel-routes.js';
 import { contactRoutes } from './routes/contacts/contact-routes.js';
 import { eventRoutes } from './routes/events/event-routes.js';
 import { shipmentRoutes } from './routes/events/shipment-routes.js';
@@ -92,6 +93,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(collectRoutes(services));
   await app.register(segmentIngestRoutes(services));
   await app.register(sdkRoutes());
+  await app.register(shopifyPixelRoutes(services, config.baseUrl));
   await app.register(webhookRoutes(services));
   await app.register(trackingRoutes(services));
   await app.register(consentRoutes(services));
