@@ -46,6 +46,8 @@ export interface FieldReader {
   text(value: unknown, at: FieldPath, max?: number): string | null;
   /** An id: a whole number or text, as text. */
   id(value: unknown, at: FieldPath): string | null;
+  /** The objects of a list (`line_items`), each with its path; an entry that is no object is named and left out. */
+  objects(list: unknown, at: FieldPath): Array<[entry: Payload, at: FieldPath]>;
 }
 
 export function fieldReader(): FieldReader {
@@ -88,6 +90,13 @@ export function fieldReader(): FieldReader {
       if (typeof value !== 'number' || Number.isInteger(value)) return text(value, at, MAX_ID);
       skip(at, 'must be a whole number or text');
       return null;
+    },
+    objects(list, at) {
+      return asArray(list).flatMap((raw, i): Array<[Payload, FieldPath]> => {
+        const entry = asObject(raw);
+        if (entry === null) skip([...at, i], 'must be an object');
+        return entry === null ? [] : [[entry, [...at, i]]];
+      });
     },
   };
 }

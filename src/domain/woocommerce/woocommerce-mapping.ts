@@ -1,6 +1,6 @@
 import { identityTokenOf } from '../identity-tokens/identity-token.schema.js';
 import type { OrderItem } from '../orders/order.schema.js';
-import { asArray, asObject, fieldReader, type FieldReader, type Payload } from '../platform-webhooks/payload-fields.js';
+import { asArray, asObject, fieldReader, isAbsent, type FieldReader, type Payload } from '../platform-webhooks/payload-fields.js';
 import type {
   MappedDelivery,
   MappingContext,
@@ -13,7 +13,7 @@ import type {
 import { productSchema } from '../products/product.schema.js';
 import { quantitySchema } from '../shared/numbers.js';
 import type { FieldPath } from '../shared/storable.js';
-import { checkValue } from '../shared/validate.js';
+import { fieldName } from '../shared/validate.js';
 
 /**
  * WooCommerce webhooks: the body of every topic but `*.deleted` is the REST API v3 resource
@@ -79,7 +79,7 @@ const STATUS_REFUND_ID = 'status:refunded';
 /** True when every field the record needs is usable; else says what it lacked, after the warnings about its fields. */
 function usable<T extends Record<string, unknown>>(read: FieldReader, what: string, needs: T): needs is { [K in keyof T]: NonNullable<T[K]> } {
   const missing = Object.keys(needs).filter((field) => needs[field] === null);
-  if (missing.length > 0) read.warnings.push(`${what} not applied: it needs a usable ${missing.join(', ')}`);
+  if (missing.length > 0) read.warn(`${what} was not applied: it needs ${missing.join(', ')}`);
   return missing.length === 0;
 }
 
@@ -155,7 +155,7 @@ function orderCustomer(body: Payload, meta: Map<string, unknown>, consentAt: num
   const billing = asObject(body.billing) ?? {};
   const email = read.email(billing.email, ['billing', 'email']);
   if (email === null) {
-    read.warnings.push('the order has no usable billing.email: it is tied to a contact by its identity token or its stored order only');
+    read.warn('the order has no usable billing.email: it is tied to a contact by its identity token or its stored order only');
     return null;
   }
   const properties = present({
@@ -201,16 +201,12 @@ function currencyOf(value: unknown, read: FieldReader): string | null {
 
 /** `refunds[]` are `{id, reason, total: "-5.00"}`: the amount is the total's absolute value. */
 function refundsOf(value: unknown, read: FieldReader): PlatformRefund[] {
-  return asArray(value).flatMap((entry, i): PlatformRefund[] => {
-    const refund = asObject(entry);
-    if (!refund) return (read.skip(['refunds', i], 'must be an object'), []);
-    const id = read.id(refund.id, ['refunds', i, 'id']);
-    const amount = read.money(withoutMinus(refund.total), ['refunds', i, 'total']);
-    if (id === null || amount === null) {
-      read.warnings.push(`refunds[${i}] not applied: it needs a usable id and total`);
-      return [];
-    }
-    return [{ id, amount }];
+  return read.objects(value, ['refunds']).flatMap(([refund, at]): PlatformRefund[] => {
+    const id = read.id(refund.id, [...at, 'id']);
+    const amount = read.money(withoutMinus(refund.total), [...at, 'total']);
+    if (id !== null && amount !== null) return [{ id, amount }];
+    read.warn(`${fieldName(at)} was not applied: it needs id and total`);
+    return [];
   });
 }
 
@@ -219,17 +215,11 @@ const withoutMinus = (value: unknown) =>
 
 /** Line items name their PRODUCT (`product_id`; a variation's parent), which joins the catalog; 0 = a deleted product. */
 function itemsOf(value: unknown, read: FieldReader): OrderItem[] {
-  return asArray(value).flatMap((entry, i): OrderItem[] => {
-    const item = asObject(entry);
-    if (!item) return (read.skip(['line_items', i], 'must be an object'), []);
-    const at: FieldPath = ['line_items', i];
-    const quantity = checkValue(quantitySchema, item.quantity ?? 1, [...at, 'quantity']);
-    if (!quantity.success) {
-      read.warnings.push(`${quantity.problem} (item ignored)`);
-      return [];
-    }
+  return read.objects(value, ['line_items']).flatMap(([item, at]): OrderItem[] => {
+    const quantity = read.check(quantitySchema, item.quantity ?? 1, [...at, 'quantity'], 'item ignored');
+    if (quantity === null) return [];
     const productId = item.product_id === 0 || item.product_id === '0' ? null : read.id(item.product_id, [...at, 'product_id']);
-    return [{ external_id: productId, title: read.text(item.name, [...at, 'name'], 2000), quantity: quantity.data, price: read.money(item.price, [...at, 'price']) }];
+    return [{ external_id: productId, title: read.text(item.name, [...at, 'name'], 2000), quantity, price: read.money(item.price, [...at, 'price']) }];
   });
 }
 
@@ -251,7 +241,7 @@ function mapProduct(body: Payload, read: FieldReader): StoreChange[] {
   if (!usable(read, 'the product', needs)) return [];
   // A variation's own delivery (`/products/{variation id}`): its parent's delivery carries the product.
   if (body.type === 'variation') {
-    read.warnings.push('a variation is not a catalog product: its parent product is (ignored)');
+    read.warn('a variation is not a catalog product: its parent product is (ignored)');
     return [];
   }
   // Drafts, pending review, private and scheduled products are not for sale: not shown in mail.
@@ -280,14 +270,8 @@ function mapProduct(body: Payload, read: FieldReader): StoreChange[] {
   ];
   const product: Record<string, unknown> = {};
   for (const [field, value, at] of fields) {
-    // Absent, as the field reader counts it: not sent.
-    if (value === null || value === undefined || (typeof value === 'string' && value.trim() === '')) continue;
-    const checked = checkValue(productSchema.shape[field], value, at);
-    if (checked.success) {
-      if (checked.data !== undefined) product[field] = checked.data;
-    } else {
-      read.warnings.push(`${checked.problem} (ignored)`);
-    }
+    const checked = isAbsent(value) ? null : read.check(productSchema.shape[field], value, at);
+    if (checked !== null && checked !== undefined) product[field] = checked;
   }
   return usable(read, 'the product', { name: product.title ?? null }) ? [{ kind: 'product_upsert', product }] : [];
 }
