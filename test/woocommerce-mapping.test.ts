@@ -165,13 +165,19 @@ describe('WooCommerce fixtures map to store changes', () => {
     });
   });
 
-  it('customer-updated.json: `_emk_subscribed` "yes" subscribes at the account\'s last change', () => {
+  it('customer-updated.json: `_emk_subscribed` "yes" subscribes at the time the meta `_emk_subscribed_at` gives', () => {
     const change = only(map('customer.updated', fixture('customer-updated.json')), 'customer');
     expect(change.customer).toEqual({
       email: 'olivia.martin@example.com',
       properties: { first_name: 'Olivia', last_name: 'Martin', phone: '+49 30 1234567', woocommerce_customer_id: '42' },
-      consent: { status: 'subscribed', at: utc('2026-03-02T09:20:41') },
+      consent: { status: 'subscribed', at: Date.parse('2026-03-02T09:18:02Z') },
     });
+  });
+
+  it('a customer\'s "yes" without `emk_subscribed_at` has no consent time: it only sets a new contact\'s status', () => {
+    const body = fixture('customer-updated.json') as { meta_data: Array<{ key: string }> };
+    const withoutTime = { ...body, meta_data: body.meta_data.filter((m) => m.key !== '_emk_subscribed_at') };
+    expect(only(map('customer.updated', withoutTime), 'customer').customer.consent).toEqual({ status: 'subscribed', at: null });
   });
 
   it('customer-deleted.json: deleting a store account changes nothing (it is no erasure request)', () => {

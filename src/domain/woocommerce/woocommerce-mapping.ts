@@ -146,7 +146,10 @@ function mapCustomer(body: Payload, read: FieldReader): StoreChange[] {
     phone: read.text(billing.phone, ['billing', 'phone'], 255),
     woocommerce_customer_id: read.id(body.id, ['id']),
   });
-  const consent = consentOf(metaOf(body.meta_data), read.time(body.date_modified_gmt, ['date_modified_gmt']));
+  // The account's last change is no consent time (every checkout touches it): only a stated time can change a
+  // stored contact's status, so an unsubscribe made in emk is never undone by an unrelated account change.
+  const meta = metaOf(body.meta_data);
+  const consent = consentOf(meta, read.time(meta.get('emk_subscribed_at') ?? meta.get('_emk_subscribed_at'), ['meta_data', 'emk_subscribed_at']));
   return [{ kind: 'customer', customer: { email: needs.email, properties, consent } }];
 }
 
@@ -170,7 +173,8 @@ function orderCustomer(body: Payload, meta: Map<string, unknown>, consentAt: num
 
 /**
  * WooCommerce core keeps no marketing consent. A shop that collects it (a checkout checkbox plugin) sets the
- * meta `emk_subscribed` (or `_emk_subscribed`) to "yes", recorded at the record's last change; anything else
+ * meta `emk_subscribed` (or `_emk_subscribed`) to "yes", recorded at the time given (`emk_subscribed_at` on a
+ * customer, the checkout on an order; a customer without it only sets a new contact's status); anything else
  * leaves a stored contact as it is and creates a new one as non_subscribed.
  */
 function consentOf(meta: Map<string, unknown>, modifiedAt: number | null): PlatformConsent {
