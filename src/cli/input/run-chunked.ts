@@ -25,9 +25,15 @@ export interface ChunkedSummary {
   errors: RowError[];
 }
 
+/** A row the domain function is handed, at its file line. */
+export interface ReadableRow {
+  line: number;
+  record: Record<string, unknown>;
+}
+
 /** A chunk's rows sorted: the records for the domain function, the rows refused already, how many were skipped. */
-export function sortRows(rows: ImportRow[]): { readable: Array<{ line: number; record: Record<string, unknown> }>; errors: RowError[]; skipped: number } {
-  const readable: Array<{ line: number; record: Record<string, unknown> }> = [];
+export function sortRows(rows: ImportRow[]): { readable: ReadableRow[]; errors: RowError[]; skipped: number } {
+  const readable: ReadableRow[] = [];
   const errors: RowError[] = [];
   let skipped = 0;
   for (const row of rows) {
@@ -39,8 +45,8 @@ export function sortRows(rows: ImportRow[]): { readable: Array<{ line: number; r
 }
 
 /**
- * Streams a file's rows through a domain function in chunks, `concurrency` chunks in flight at most: the reader waits
- * for a free place before reading on, so memory stays bounded (one loop bounds both; no limiter library is
+ * Streams a file's rows through a domain function in chunks, `concurrency` chunks in flight at most: the reader
+ * waits for a free place before reading on, so memory stays bounded (one loop bounds both; no limiter library is
  * needed). Each chunk commits on its own: a crash loses no committed chunk.
  */
 export async function runChunked(

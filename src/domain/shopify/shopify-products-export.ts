@@ -77,14 +77,13 @@ function productOf(handle: string, rows: ExportRow[], shopDomain: string): Expor
   if (status === null && yesNo(cell(first, 'Published')) === false) return { line, skipped: 'not published' };
 
   const optionNames = OPTIONS.map((n) => cell(first, `Option${n} Name`));
-  const variants = rows.filter(isVariantRow).map((row) => variantOf(row, optionNames));
-  // The sale shown beside the product's price (the lowest variant price) is that variant's.
-  const cheapest = rows
-    .filter(isVariantRow)
+  const variantRows = rows.filter(isVariantRow);
+  // The sale shown beside the product's price (the lowest variant price above 0) is that variant's.
+  const cheapest = variantRows
     .map((row) => ({ price: amountOf(cell(row, 'Variant Price')), compareAt: amountOf(cell(row, 'Variant Compare At Price')) }))
     .filter((v): v is { price: number; compareAt: number | null } => v.price !== null && v.price > 0)
     .sort((a, b) => a.price - b.price)[0];
-  const vendor = cell(first, 'Vendor');
+  const compareAt = cheapest && cheapest.compareAt !== null && cheapest.compareAt > cheapest.price ? cheapest.compareAt : null;
   return {
     line,
     record: givenFields({
@@ -95,9 +94,9 @@ function productOf(handle: string, rows: ExportRow[], shopDomain: string): Expor
       image_url: imageOf(rows),
       product_type: cell(first, 'Type'),
       categories: listCell(cell(first, 'Tags')),
-      compare_at_price: cheapest?.compareAt !== undefined && cheapest.compareAt !== null && cheapest.compareAt > cheapest.price ? cheapest.compareAt : null,
-      variants,
-      metadata: givenFields({ handle, vendor }),
+      compare_at_price: compareAt,
+      variants: variantRows.map((row) => variantOf(row, optionNames)),
+      metadata: givenFields({ handle, vendor: cell(first, 'Vendor') }),
     }),
   };
 }

@@ -140,7 +140,8 @@ export async function* wooCommerceProductsExport(
     if (type === 'variation') {
       const parent = parentId(cell(row, 'Parent'), idOfSku);
       if (parent === null) {
-        yield { line: row.line, error: `Parent must name a variable product of the file (id:<ID> or its SKU; got ${JSON.stringify(cell(row, 'Parent') ?? '')})` };
+        const reference = JSON.stringify(cell(row, 'Parent') ?? '');
+        yield { line: row.line, error: `Parent must name a variable product of the file (id:<ID> or its SKU; got ${reference})` };
         continue;
       }
       entryOf(parent).variations.push(row);
@@ -157,6 +158,10 @@ export async function* wooCommerceProductsExport(
   // What is still held names a product the file does not hold (or changed between the two passes).
   for (const entry of pending.values()) {
     if (entry.product) yield productOf(entry.product, entry.variations, context.shopDomain);
-    else for (const variation of entry.variations) yield { line: variation.line, error: `Parent ${cell(variation, 'Parent')} is not a variable product of the file` };
+    else {
+      for (const variation of entry.variations) {
+        yield { line: variation.line, error: `Parent ${cell(variation, 'Parent')} is not a variable product of the file` };
+      }
+    }
   }
 }

@@ -91,12 +91,14 @@ export function productsImportCommand(): Command {
           dry_run: dryRun,
         };
       },
-      (result) =>
-        [
-          `${result.dry_run ? 'dry run, nothing written: ' : ''}${result.rows} rows: ${result.inserted} inserted, ${result.updated} updated, ${result.unchanged} unchanged, ` +
-            `${result.skipped > 0 ? `${result.skipped} skipped (not published), ` : ''}${result.errors.length} refused`,
+      (result) => {
+        const skipped = result.skipped > 0 ? `${result.skipped} skipped (not published), ` : '';
+        return [
+          `${result.dry_run ? 'dry run, nothing written: ' : ''}${result.rows} rows: ${result.inserted} inserted, ` +
+            `${result.updated} updated, ${result.unchanged} unchanged, ${skipped}${result.errors.length} refused`,
           ...describeRowErrors(result.errors),
-        ].join('\n'),
+        ].join('\n');
+      },
     ),
   );
 }
