@@ -108,7 +108,8 @@ describeEachDatabase('emk contacts import', (h, dialect) => {
     const csv = file('bulk.csv', `email,subscription_status\n${rows.join('\n')}\n`);
     const result = await json(['contacts', 'import', '--file', csv]);
     expect(result.created).toBe(2499);
-    expect(result.errors).toEqual([{ line: 1500, email: 'bad-row', error: 'invalid request: email must be an email address' }]);
+    // Row 1500 of the data is line 1501 of the file (the header is line 1).
+    expect(result.errors).toEqual([{ line: 1501, email: 'bad-row', error: 'invalid request: email must be an email address' }]);
     expect(await contactCount()).toBe(before + 2499);
     expect((await contactOf('bulk2498@example.com')).subscription_status).toBe('subscribed');
     expect(await json(['contacts', 'import', '--file', csv])).toMatchObject({ created: 0, updated: 0 });

@@ -156,12 +156,12 @@ for (const dialect of DIALECTS) {
       const strict = await emk(['events', 'correct', '--file', file]);
       expect(strict).toMatchObject({ rows: 2, updated: 0, inserted: 0 });
       expect(strict.errors).toEqual([
-        { line: 1, error: 'no stored event matches email, event_name and dedupe_key' },
-        { line: 2, error: 'contact not found' },
+        { line: 2, error: 'no stored event matches email, event_name and dedupe_key' },
+        { line: 3, error: 'contact not found' },
       ]);
       const outbox = await outboxCount();
       const upsert = await emk(['events', 'correct', '--file', file, '--upsert']);
-      expect(upsert).toMatchObject({ rows: 2, updated: 0, inserted: 1, errors: [{ line: 2, error: 'contact not found' }] });
+      expect(upsert).toMatchObject({ rows: 2, updated: 0, inserted: 1, errors: [{ line: 3, error: 'contact not found' }] });
       expect(await outboxCount()).toBe(outbox);
       expect(await emk(['events', 'correct', '--file', file, '--upsert'])).toMatchObject({ inserted: 0, skipped: 1 });
     });

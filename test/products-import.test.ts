@@ -56,7 +56,7 @@ for (const dialect of DIALECTS) {
 
     it('imports the CSV sample with every column converted from text', async () => {
       const ws = await workspace();
-      expect(await importFile(ws, CSV_FIXTURE)).toEqual({ rows: 3, inserted: 3, updated: 0, unchanged: 0, errors: [] });
+      expect(await importFile(ws, CSV_FIXTURE)).toEqual({ rows: 3, inserted: 3, updated: 0, unchanged: 0, skipped: 0, errors: [], dry_run: false });
       const products = await catalog(ws);
       expect(products.get('SKU-1001')).toMatchObject({
         title: 'Linen Shirt',
@@ -90,12 +90,12 @@ for (const dialect of DIALECTS) {
       const ws = await workspace();
       await importFile(ws, CSV_FIXTURE);
       const before = await catalog(ws);
-      expect(await importFile(ws, CSV_FIXTURE)).toEqual({ rows: 3, inserted: 0, updated: 0, unchanged: 3, errors: [] });
+      expect(await importFile(ws, CSV_FIXTURE)).toEqual({ rows: 3, inserted: 0, updated: 0, unchanged: 3, skipped: 0, errors: [], dry_run: false });
       const changed = file(
         'changed.csv',
         readFileSync(CSV_FIXTURE, 'utf8').replace('SKU-1001,Linen Shirt,49.00', 'SKU-1001,Linen Shirt,45.00'),
       );
-      expect(await importFile(ws, changed)).toEqual({ rows: 3, inserted: 0, updated: 1, unchanged: 2, errors: [] });
+      expect(await importFile(ws, changed)).toEqual({ rows: 3, inserted: 0, updated: 1, unchanged: 2, skipped: 0, errors: [], dry_run: false });
       const after = await catalog(ws);
       expect(after.size).toBe(3);
       expect(after.get('SKU-1001')).toMatchObject({ id: before.get('SKU-1001')!.id, price: 45 });
@@ -103,7 +103,7 @@ for (const dialect of DIALECTS) {
 
     it('imports the JSON Lines sample, and a re-run changes nothing', async () => {
       const ws = await workspace();
-      expect(await importFile(ws, JSONL_FIXTURE)).toEqual({ rows: 3, inserted: 3, updated: 0, unchanged: 0, errors: [] });
+      expect(await importFile(ws, JSONL_FIXTURE)).toEqual({ rows: 3, inserted: 3, updated: 0, unchanged: 0, skipped: 0, errors: [], dry_run: false });
       const products = await catalog(ws);
       expect(products.get('SKU-2001')).toMatchObject({
         price: 19.9,
@@ -114,7 +114,7 @@ for (const dialect of DIALECTS) {
       });
       expect(products.get('SKU-2002')).toMatchObject({ price: 110, stock_qty: 7 });
       expect(products.get('SKU-2002')!.variants.map((v) => v.sku)).toEqual(['RJ-S', 'RJ-M']);
-      expect(await importFile(ws, JSONL_FIXTURE)).toEqual({ rows: 3, inserted: 0, updated: 0, unchanged: 3, errors: [] });
+      expect(await importFile(ws, JSONL_FIXTURE)).toEqual({ rows: 3, inserted: 0, updated: 0, unchanged: 3, skipped: 0, errors: [], dry_run: false });
       expect((await catalog(ws)).size).toBe(3);
     });
 
@@ -145,10 +145,13 @@ for (const dialect of DIALECTS) {
         inserted: 2,
         updated: 0,
         unchanged: 0,
+        skipped: 0,
+        dry_run: false,
         errors: [
-          { line: 2, error: 'title is required' },
-          { line: 3, error: 'price must be a number (got string)' },
-          { line: 5, error: expect.stringMatching(/^stock_qty /) },
+          // The file's lines: the header is line 1.
+          { line: 3, error: 'title is required' },
+          { line: 4, error: 'price must be a number (got string)' },
+          { line: 6, error: expect.stringMatching(/^stock_qty /) },
         ],
       });
       expect([...(await catalog(ws)).keys()].sort()).toEqual(['ok-1', 'ok-2']);
@@ -159,6 +162,8 @@ for (const dialect of DIALECTS) {
         inserted: 1,
         updated: 0,
         unchanged: 0,
+        skipped: 0,
+        dry_run: false,
         errors: [
           { line: 2, error: 'line is not valid JSON' },
           { line: 3, error: 'line is not a JSON object' },
@@ -171,8 +176,8 @@ for (const dialect of DIALECTS) {
       const ws = await workspace();
       const rows = Array.from({ length: 2500 }, (_, i) => `big-${i},Item ${i},${(i % 50) + 1},${i % 7},Cat${i % 3}|All`);
       const csv = file('big.csv', ['external_id,title,price,stock_qty,categories', ...rows].join('\n'));
-      expect(await importFile(ws, csv)).toEqual({ rows: 2500, inserted: 2500, updated: 0, unchanged: 0, errors: [] });
-      expect(await importFile(ws, csv)).toEqual({ rows: 2500, inserted: 0, updated: 0, unchanged: 2500, errors: [] });
+      expect(await importFile(ws, csv)).toEqual({ rows: 2500, inserted: 2500, updated: 0, unchanged: 0, skipped: 0, errors: [], dry_run: false });
+      expect(await importFile(ws, csv)).toEqual({ rows: 2500, inserted: 0, updated: 0, unchanged: 2500, skipped: 0, errors: [], dry_run: false });
       const total = await services.db.knex('products').where({ workspace_id: ws }).count({ n: '*' });
       expect(Number(total[0]!.n)).toBe(2500);
     });
@@ -196,7 +201,7 @@ for (const dialect of DIALECTS) {
       const csv = file('human.csv', 'external_id,title\nh-1,Hat\nh-2,\n');
       const result = await runEmk(['products', 'import', '--db', database.url, '--workspace', ws, '--file', csv]);
       expect(result.code, result.stderr).toBe(0);
-      expect(result.stdout).toMatch(/^2 rows: 1 inserted, 0 updated, 0 unchanged, 1 refused\n  line 2: title is required\n$/);
+      expect(result.stdout).toMatch(/^2 rows: 1 inserted, 0 updated, 0 unchanged, 1 refused\n  line 3: title is required\n$/);
     });
   });
 }

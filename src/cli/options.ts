@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { checkValue, emailSchema } from '../domain/shared/validate.js';
+import { domainSchema } from '../domain/integrations/integration.schema.js';
 import { USER_ROLES } from '../domain/users/user.schema.js';
 import { formatOf } from './input/record-reader.js';
 
@@ -27,9 +28,23 @@ export const emailFlag = (value: string) => flag('--email', emailSchema, value);
 /** `--role` of `emk users add`: owner or member. */
 export const roleFlag = (value: string) => flag('--role', z.enum(USER_ROLES, { error: `must be ${USER_ROLES.join(' or ')}` }), value);
 
-/** `--file` of an import: a .csv or .jsonl file that exists. */
-export function inputFile(path: string): string {
-  formatOf(path);
+/** The platforms whose export files an import reads (`--format`). */
+export type ExportFormat = 'shopify' | 'woocommerce';
+
+/** `--format` of an import: one of the export formats it reads; absent, the file is emk's own CSV or JSON Lines. */
+export function formatFlag<F extends ExportFormat>(value: string | undefined, formats: readonly [F, ...F[]]): F | null {
+  return value === undefined ? null : flag('--format', z.enum(formats, { error: `must be ${formats.join(' or ')}` }), value);
+}
+
+/** `--shop-domain` of an import of a shop's export: the shop's host (`emk-demo.myshopify.com`), needed with `--format`. */
+export function shopDomainFlag(value: string | undefined, format: ExportFormat): string {
+  if (value === undefined) throw new UsageError(`--shop-domain is required with --format ${format} (the shop's domain, such as shop.example.com)`);
+  return flag('--shop-domain', domainSchema, value);
+}
+
+/** `--file` of an import: a .csv or .jsonl file that exists (a platform's export: a .csv file). */
+export function inputFile(path: string, format: ExportFormat | null = null): string {
+  if (formatOf(path) !== 'csv' && format !== null) throw new UsageError(`--format ${format} reads the platform's CSV export: ${path} is not a .csv file`);
   if (!existsSync(path)) throw new UsageError(`no such file: ${path}`);
   return path;
 }

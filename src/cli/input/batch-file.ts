@@ -2,7 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { concurrencyFlag, inputFile } from '../options.js';
 import { startProgress } from '../progress.js';
 import type { CommandContext } from '../run-command.js';
-import { runChunked, type ChunkedSummary, type ChunkOutcome, type RowError } from './run-chunked.js';
+import { readRecords } from './record-reader.js';
+import { runChunked, sortRows, type ChunkedSummary, type ChunkOutcome, type ImportRow, type RowError } from './run-chunked.js';
 
 /**
  * What the batch imports (`emk events import|correct`, `emk contacts import`) share: a file streamed in chunks
@@ -11,10 +12,11 @@ import { runChunked, type ChunkedSummary, type ChunkOutcome, type RowError } fro
  */
 export async function runBatchFile(
   context: CommandContext,
-  options: { file: string; concurrency: string; errors?: string | undefined; label: string },
+  /** `rows`: the file as an export format reads it (checked by the caller); by default its CSV or JSON Lines rows. */
+  options: { file: string; concurrency: string; errors?: string | undefined; label: string; rows?: AsyncIterable<ImportRow> },
   handleBatch: (records: Record<string, unknown>[]) => Promise<{ counts: Record<string, number>; errors: Array<{ index: number; error: string }> }>,
 ): Promise<{ summary: ChunkedSummary; interrupted: boolean }> {
-  inputFile(options.file);
+  const rows = options.rows ?? readRecords(inputFile(options.file));
   const concurrency = concurrencyFlag(options.concurrency);
   const progress = startProgress(context.interactive, `${options.label} ${options.file}`);
   const stop = new AbortController();
@@ -22,13 +24,12 @@ export async function runBatchFile(
   process.once('SIGINT', onSignal);
   let committed: ChunkedSummary = { rows: 0, counts: {}, errors: [] };
   try {
-    const summary = await runChunked(options.file, {
+    const summary = await runChunked(rows, {
       chunkSize: 1000,
       concurrency,
       signal: stop.signal,
-      handle: async (rows): Promise<ChunkOutcome> => {
-        const errors: RowError[] = [];
-        const readable = rows.flatMap((row) => ('error' in row ? (errors.push(row), []) : [row]));
+      handle: async (chunk): Promise<ChunkOutcome> => {
+        const { readable, errors } = sortRows(chunk);
         const result = await handleBatch(readable.map((r) => r.record));
         for (const e of result.errors) {
           const { line, record } = readable[e.index]!;

@@ -3,8 +3,12 @@ import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse } from 'csv-parse';
 import { UsageError } from '../../domain/errors.js';
+import type { ExportRow } from '../../domain/shared/export-file.js';
 
-/** One input row: its 1-based line (data rows, after any header) and the record, or why it is unreadable. */
+/**
+ * One input row: the line an editor shows it on (the header is line 1; a CSV record that spans lines is at its
+ * first line; blank lines count) and the record, or why it is unreadable.
+ */
 export type InputRow = { line: number; record: Record<string, unknown> } | { line: number; error: string };
 
 export type InputFormat = 'csv' | 'jsonl';
@@ -46,17 +50,46 @@ export function nestCsvRecord(flat: Record<string, string>): Record<string, unkn
   return record;
 }
 
+/** Line breaks in a piece of CSV text: `\r\n`, `\n` and a lone `\r` each end one line, as an editor counts them. */
+function lineBreaks(text: string, leadingOnly = false): number {
+  let breaks = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 10) breaks++;
+    else if (code === 13) {
+      breaks++;
+      if (text.charCodeAt(i + 1) === 10) i++;
+    } else if (leadingOnly) break;
+  }
+  return breaks;
+}
+
+/**
+ * Streams a CSV file's data rows as text cells by header name (trimmed), each at the line an editor shows it on. Lines are counted from each record's
+ * raw text (which holds the blank lines skipped before it), so a quoted field spanning lines moves the count on
+ * by the lines it spans.
+ */
+export async function* readCsvRows(path: string): AsyncGenerator<ExportRow> {
+  const parser = createReadStream(path).pipe(parse({ bom: true, raw: true, relax_column_count: true, skip_empty_lines: true }));
+  let header: string[] | null = null;
+  let linesBefore = 0;
+  for await (const { record, raw } of parser as AsyncIterable<{ record: string[]; raw: string }>) {
+    const line = linesBefore + lineBreaks(raw, true) + 1;
+    linesBefore += lineBreaks(raw);
+    if (header === null) {
+      header = record.map((h) => h.trim());
+      continue;
+    }
+    const cells: Record<string, string> = {};
+    for (let i = 0; i < Math.min(header.length, record.length); i++) cells[header[i]!] = record[i]!;
+    yield { line, cells };
+  }
+}
+
 /** Streams a CSV or JSON Lines file row by row: memory stays flat whatever the file's size. */
 export async function* readRecords(path: string, format: InputFormat = formatOf(path)): AsyncGenerator<InputRow> {
   if (format === 'csv') {
-    const parser = createReadStream(path).pipe(
-      parse({ columns: (header: string[]) => header.map((h) => h.trim()), bom: true, relax_column_count: true, skip_empty_lines: true }),
-    );
-    let line = 0;
-    for await (const flat of parser as AsyncIterable<Record<string, string>>) {
-      line++;
-      yield { line, record: nestCsvRecord(flat) };
-    }
+    for await (const { line, cells } of readCsvRows(path)) yield { line, record: nestCsvRecord(cells) };
     return;
   }
   const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });

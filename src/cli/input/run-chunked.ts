@@ -1,4 +1,11 @@
-import { chunksOf, readRecords, type InputRow } from './record-reader.js';
+import type { ExportRecord } from '../../domain/shared/export-file.js';
+import { chunksOf } from './record-reader.js';
+
+/**
+ * A row as an import reads it, at its file line: a record, a row refused before the domain sees it (unreadable,
+ * or an export record that cannot be one), or one an export format leaves out on purpose (a draft product).
+ */
+export type ImportRow = ExportRecord;
 
 /** What one chunk did: counters to add up, and the rows it refused with their reasons. */
 export interface ChunkOutcome {
@@ -18,17 +25,36 @@ export interface ChunkedSummary {
   errors: RowError[];
 }
 
+/** A row the domain function is handed, at its file line. */
+export interface ReadableRow {
+  line: number;
+  record: Record<string, unknown>;
+}
+
+/** A chunk's rows sorted: the records for the domain function, the rows refused already, how many were skipped. */
+export function sortRows(rows: ImportRow[]): { readable: ReadableRow[]; errors: RowError[]; skipped: number } {
+  const readable: ReadableRow[] = [];
+  const errors: RowError[] = [];
+  let skipped = 0;
+  for (const row of rows) {
+    if ('record' in row) readable.push(row);
+    else if ('error' in row) errors.push({ line: row.line, error: row.error });
+    else skipped++;
+  }
+  return { readable, errors, skipped };
+}
+
 /**
- * Streams a file through a domain function in chunks, `concurrency` chunks in flight at most: the reader waits
- * for a free place before reading on, so memory stays bounded (one loop bounds both; no limiter library is
+ * Streams a file's rows through a domain function in chunks, `concurrency` chunks in flight at most: the reader
+ * waits for a free place before reading on, so memory stays bounded (one loop bounds both; no limiter library is
  * needed). Each chunk commits on its own: a crash loses no committed chunk.
  */
 export async function runChunked(
-  path: string,
+  source: AsyncIterable<ImportRow>,
   options: {
     chunkSize?: number;
     concurrency?: number;
-    handle: (rows: InputRow[]) => Promise<ChunkOutcome>;
+    handle: (rows: ImportRow[]) => Promise<ChunkOutcome>;
     onProgress?: (summary: ChunkedSummary) => void;
     /** Stops reading when aborted (Ctrl-C): chunks in flight still commit, the summary says how far it got. */
     signal?: AbortSignal;
@@ -39,7 +65,7 @@ export async function runChunked(
   const inFlight = new Set<Promise<void>>();
   let failure: unknown = null;
 
-  for await (const rows of chunksOf(readRecords(path), chunkSize)) {
+  for await (const rows of chunksOf(source, chunkSize)) {
     if (failure || signal?.aborted) break;
     const task = (async () => {
       const outcome = await handle(rows);

@@ -87,6 +87,8 @@ export function createOrderService(deps: {
           status: input.status,
           ordered_at: input.ordered_at,
           ...(input.items ? { items: input.items.map(toOrderItem) } : {}),
+          ...(input.refunded_amount !== undefined ? { refunded_amount: input.refunded_amount } : {}),
+          ...(input.cancelled_at !== undefined ? { cancelled_at: input.cancelled_at } : {}),
         },
         at: now,
       });

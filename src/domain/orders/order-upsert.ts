@@ -56,6 +56,8 @@ export interface OrderChange {
     items?: OrderItem[];
     /** Refunded so far (cumulative). */
     refunded_amount?: number;
+    /** When the order was cancelled (a sync row's `cancelled_at`). */
+    cancelled_at?: number;
     /** This refund alone, added to what was refunded before. */
     refund_amount?: number;
   };
@@ -157,11 +159,15 @@ export function createOrderUpsert(deps: {
       patch.order_number = f.order_number;
       patch.order_number_key = orderNumberKey(f.order_number);
     }
-    if (change.kind === 'cancelled' && row.cancelled_at === null) patch.cancelled_at = change.at;
-    // What was refunded never exceeds the total, also when a correction lowers the total below it.
+    // Cancellation is sticky: a later change (a sync row without `cancelled_at`) never takes it back.
+    const cancelledAt = change.kind === 'cancelled' ? change.at : change.kind === 'sync' ? f.cancelled_at : undefined;
+    if (cancelledAt !== undefined && row.cancelled_at === null) patch.cancelled_at = cancelledAt;
+    // What was refunded never exceeds the total, also when a correction lowers the total below it. A sync row's
+    // cumulative refund never lowers it: refunds are not undone, and an older file must not undo a newer refund.
     const refunded =
-      change.kind !== 'refunded' ? row.refunded_amount
-      : (f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total));
+      change.kind === 'refunded' ? (f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total))
+      : change.kind === 'sync' && f.refunded_amount !== undefined ? Math.max(row.refunded_amount, f.refunded_amount)
+      : row.refunded_amount;
     const capped = Math.min(Math.max(refunded, 0), total);
     if (capped !== row.refunded_amount) patch.refunded_amount = capped;
     // The merchant's status is stored as sent; cancellation and refunds live in their own fields.
@@ -188,8 +194,11 @@ export function createOrderUpsert(deps: {
       currency: f.currency ?? '',
       status: f.status ?? '',
       ordered_at: f.ordered_at ?? change.at,
-      refunded_amount: change.kind === 'refunded' ? Math.min(f.refunded_amount ?? f.refund_amount ?? total, total) : 0,
-      cancelled_at: change.kind === 'cancelled' ? change.at : null,
+      refunded_amount:
+        change.kind === 'refunded' ? Math.min(f.refunded_amount ?? f.refund_amount ?? total, total)
+        : change.kind === 'sync' ? Math.min(f.refunded_amount ?? 0, total)
+        : 0,
+      cancelled_at: change.kind === 'cancelled' ? change.at : change.kind === 'sync' ? (f.cancelled_at ?? null) : null,
       at: change.at,
     });
   }

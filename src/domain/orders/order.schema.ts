@@ -66,6 +66,10 @@ export const syncOrderSchema = z.object({
   ordered_at: timestampSchema,
   items: z.array(orderItemSchema).max(1000).optional(),
   platform: text(64).optional(),
+  /** Refunded so far (cumulative; capped at the total; a sync never lowers it). */
+  refunded_amount: moneySchema().optional(),
+  /** When the order was cancelled: a cancelled order stays cancelled. */
+  cancelled_at: timestampSchema.optional(),
 });
 export type SyncOrderInput = z.infer<typeof syncOrderSchema>;
 

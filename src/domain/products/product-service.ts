@@ -5,6 +5,7 @@ import type { Database, Db } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { randomToken, uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
+import { rehearse } from '../shared/row-batch.js';
 import { checkValue, parseInput } from '../shared/validate.js';
 import {
   manualProductSchema,
@@ -37,6 +38,10 @@ const integrationScope = (integration: { workspaceId: string; platform: string; 
 
 export type WriteStatus = 'inserted' | 'updated' | 'unchanged';
 export type ManualOutcome = { status: WriteStatus; id: string } | { error: string };
+/** `dryRun`: write in a transaction that is rolled back (`emk products import --dry-run`). */
+export interface ImportOptions {
+  dryRun?: boolean;
+}
 export type WebhookProductEvent = 'product_created' | 'product_updated' | 'product_deleted';
 export type WebhookProductResult = 'applied' | 'ignored' | 'deleted' | 'invalid';
 
@@ -175,11 +180,15 @@ export function createProductService(deps: {
     });
   }
 
-  /** Validates each record alone (a bad one is reported, the rest are written), all in one transaction. */
+  /**
+   * Validates each record alone (a bad one is reported, the rest are written), all in one transaction; with
+   * `dryRun` the transaction is rolled back and the outcomes say what would be written.
+   */
   async function upsertRecords(
     scope: ProductScope,
     records: unknown[],
     parse: (record: unknown) => { success: true; data: ProductInput } | { success: false; problem: string },
+    options: ImportOptions,
   ): Promise<ManualOutcome[]> {
     const outcomes: ManualOutcome[] = new Array(records.length);
     const valid: Array<{ index: number; input: ProductInput }> = [];
@@ -190,13 +199,13 @@ export function createProductService(deps: {
     });
     if (valid.length === 0) return outcomes;
 
-    const written = await writeTransaction((trx) =>
+    const write = (trx: Knex.Transaction) =>
       writeProducts(
         trx,
         scope,
         valid.map((v) => v.input),
-      ),
-    );
+      );
+    const written = await (options.dryRun ? rehearse(writeTransaction, write) : writeTransaction(write));
     valid.forEach((v, k) => (outcomes[v.index] = written[k]!));
     return outcomes;
   }
@@ -205,24 +214,36 @@ export function createProductService(deps: {
    * Manual products (POST /api/v1/ecommerce/products, `emk products import`): validated one by one (a bad
    * one is reported, the rest are written), `external_id` generated when absent, all in one transaction.
    */
-  function upsertManual(workspaceId: string, records: unknown[]): Promise<ManualOutcome[]> {
-    return upsertRecords({ workspaceId, platform: MANUAL_PLATFORM, source: MANUAL_PLATFORM }, records, (record) => {
-      const parsed = checkValue(manualProductSchema, record);
-      if (!parsed.success) return parsed;
-      return { success: true, data: normalizeProduct({ ...parsed.data, external_id: parsed.data.external_id ?? `man_${randomToken(20)}` }) };
-    });
+  function upsertManual(workspaceId: string, records: unknown[], options: ImportOptions = {}): Promise<ManualOutcome[]> {
+    const scope = { workspaceId, platform: MANUAL_PLATFORM, source: MANUAL_PLATFORM };
+    return upsertRecords(
+      scope,
+      records,
+      (record) => {
+        const parsed = checkValue(manualProductSchema, record);
+        if (!parsed.success) return parsed;
+        return { success: true, data: normalizeProduct({ ...parsed.data, external_id: parsed.data.external_id ?? `man_${randomToken(20)}` }) };
+      },
+      options,
+    );
   }
 
   /**
    * A shop's catalog as its integration sends it (the webhook's product shape; `emk seed`), many products in
-   * one transaction: unlike manual products, these are ranked by behaviour.
+   * one transaction: unlike manual products, these are ranked by behaviour. Also a shop's export file
+   * (`emk products import --format`), for a shop named by its platform and domain.
    */
-  function upsertForIntegration(integration: { workspaceId: string; platform: string; domain: string }, records: unknown[]) {
+  function upsertForIntegration(integration: { workspaceId: string; platform: string; domain: string }, records: unknown[], options: ImportOptions = {}) {
     const scope = integrationScope(integration);
-    return upsertRecords(scope, records, (record) => {
-      const parsed = checkValue(productSchema, record);
-      return parsed.success ? { success: true, data: normalizeProduct(parsed.data) } : parsed;
-    });
+    return upsertRecords(
+      scope,
+      records,
+      (record) => {
+        const parsed = checkValue(productSchema, record);
+        return parsed.success ? { success: true, data: normalizeProduct(parsed.data) } : parsed;
+      },
+      options,
+    );
   }
 
   async function getRecord(db: Knex | Knex.Transaction, workspaceId: string, id: string): Promise<Product> {

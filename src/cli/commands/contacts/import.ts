@@ -1,11 +1,15 @@
 import { Command } from 'commander';
 import { rowField } from '../../../domain/shared/validate.js';
+import { shopifyCustomersExport } from '../../../domain/shopify/shopify-customers-export.js';
 import { runBatchFile } from '../../input/batch-file.js';
+import { readCsvRows } from '../../input/record-reader.js';
 import { describeRowErrors } from '../../input/run-chunked.js';
+import { formatFlag, inputFile } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
 interface ImportOptions extends GlobalOptions {
   file: string;
+  format?: string;
   dryRun?: boolean;
   concurrency: string;
 }
@@ -23,17 +27,20 @@ export function contactsImportCommand(): Command {
     new Command('import')
       .description('import a contact list from CSV or JSON Lines (idempotent by email; consent status and suppressions)')
       .requiredOption('--file <path>', 'the .csv or .jsonl file')
+      .option('--format <format>', "shopify: Shopify's customers export")
       .option('--dry-run', 'write nothing; count what would be created and updated')
       .option('--concurrency <n>', 'chunks in flight', '4'),
   ).action((options: ImportOptions) =>
     runCommand(
       options,
       async (context): Promise<ContactImportSummary> => {
+        const format = formatFlag(options.format, ['shopify']);
+        const rows = format === 'shopify' ? shopifyCustomersExport(readCsvRows(inputFile(options.file, format))) : undefined;
         const services = await context.services();
         const workspace = await context.workspace();
         const dryRun = options.dryRun === true;
         const label = dryRun ? 'checking contacts in' : 'importing contacts from';
-        const { summary } = await runBatchFile(context, { ...options, label }, async (records) => {
+        const { summary } = await runBatchFile(context, { ...options, label, rows }, async (records) => {
           const result = await services.contacts.importContacts(workspace.id, records, { dryRun });
           return { counts: { created: result.created, updated: result.updated }, errors: result.errors };
         });

@@ -1,11 +1,14 @@
 import { Command } from 'commander';
-import { describeRowErrors, runChunked, type RowError } from '../../input/run-chunked.js';
-import { concurrencyFlag, inputFile } from '../../options.js';
+import { shopifyOrdersExport } from '../../../domain/shopify/shopify-orders-export.js';
+import { readCsvRows, readRecords } from '../../input/record-reader.js';
+import { describeRowErrors, runChunked, sortRows, type RowError } from '../../input/run-chunked.js';
+import { concurrencyFlag, formatFlag, inputFile } from '../../options.js';
 import { startProgress } from '../../progress.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
 interface SyncOrdersOptions extends GlobalOptions {
   file: string;
+  format?: string;
   dryRun?: boolean;
   concurrency: string;
 }
@@ -28,23 +31,25 @@ export function syncOrdersCommand(): Command {
     new Command('sync-orders')
       .description('historical order sync from CSV or JSON Lines (upsert by external_id; re-running never double counts)')
       .requiredOption('--file <path>', 'orders file (.csv or .jsonl)')
+      .option('--format <format>', "shopify: Shopify's orders export (one row per line item)")
       .option('--dry-run', 'write nothing; count what would be inserted, updated and left unchanged')
       .option('--concurrency <n>', 'chunks in flight', '4'),
   ).action((options: SyncOrdersOptions) =>
     runCommand(
       options,
       async (context): Promise<SyncOrdersSummary> => {
-        const file = inputFile(options.file);
+        const format = formatFlag(options.format, ['shopify']);
+        const file = inputFile(options.file, format);
         const concurrency = concurrencyFlag(options.concurrency);
         const services = await context.services();
         const workspace = await context.workspace();
         const dryRun = options.dryRun === true;
         const progress = startProgress(context.interactive, `syncing orders from ${options.file}`);
-        const summary = await runChunked(file, {
+        const rows = format === 'shopify' ? shopifyOrdersExport(readCsvRows(file)) : readRecords(file);
+        const summary = await runChunked(rows, {
           concurrency,
-          handle: async (rows) => {
-            const errors: RowError[] = [];
-            const readable = rows.flatMap((row) => ('error' in row ? (errors.push(row), []) : [row]));
+          handle: async (chunk) => {
+            const { readable, errors } = sortRows(chunk);
             const result = await services.orders.sync(workspace.id, { orders: readable.map((r) => r.record) }, { dryRun });
             for (const e of result.errors) errors.push({ line: readable[e.index]!.line, error: e.error });
             return { counts: { inserted: result.inserted, updated: result.updated, skipped: result.skipped }, errors };
