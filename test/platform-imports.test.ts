@@ -289,6 +289,17 @@ describeEachDatabase('platform export imports', (h, dialect) => {
     expect((await contactOf(ws, 'fay@example.com')).subscription_status).toBe('non_subscribed');
   });
 
+  it('a file that is not CSV (an unclosed quote) stops with the line the parser stopped at, told as it is (exit 1)', async () => {
+    const ws = (await h().workspace('Broken CSV')).id;
+    const broken = file('broken.csv', 'email,first_name\nann@example.com,"Ann\nbob@example.com,Bob\n');
+    for (const command of [['contacts', 'import'], ['products', 'import'], ['sync-orders']]) {
+      const result = await emk(ws, [...command, '--file', broken]);
+      expect(result.code, command.join(' ')).toBe(1);
+      expect(result.stderr, command.join(' ')).toContain('the file is not valid CSV at line 3');
+    }
+    expect((await h().services.contacts.list(ws, {}, page)).meta.total).toBe(0);
+  });
+
   it('a refused row is named by its file line: the header is line 1, blank lines count, a quoted field counts the lines it spans (every import)', async () => {
     const ws = (await h().workspace('Lines')).id;
     // Line 1 header, 2 a row, 3 blank, 4–6 a row whose quoted note spans three lines, 7 blank, 8 refused.

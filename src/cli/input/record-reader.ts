@@ -2,7 +2,7 @@ import { createReadStream } from 'node:fs';
 import { extname } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parse } from 'csv-parse';
-import { UsageError } from '../../domain/errors.js';
+import { UsageError, ValidationError } from '../../domain/errors.js';
 import type { ExportRow } from '../../domain/shared/export-file.js';
 
 /**
@@ -73,7 +73,7 @@ export async function* readCsvRows(path: string): AsyncGenerator<ExportRow> {
   const parser = createReadStream(path).pipe(parse({ bom: true, raw: true, relax_column_count: true, skip_empty_lines: true }));
   let header: string[] | null = null;
   let linesBefore = 0;
-  for await (const { record, raw } of parser as AsyncIterable<{ record: string[]; raw: string }>) {
+  for await (const { record, raw } of csvRecords(parser)) {
     const line = linesBefore + lineBreaks(raw, true) + 1;
     linesBefore += lineBreaks(raw);
     if (header === null) {
@@ -83,6 +83,21 @@ export async function* readCsvRows(path: string): AsyncGenerator<ExportRow> {
     const cells: Record<string, string> = {};
     for (let i = 0; i < Math.min(header.length, record.length); i++) cells[header[i]!] = record[i]!;
     yield { line, cells };
+  }
+}
+
+/**
+ * The parser's records; a file it cannot read on (an unclosed quote) stops the import with the line the parser
+ * stopped at, since nothing after that line can be told apart.
+ */
+async function* csvRecords(parser: AsyncIterable<unknown>): AsyncGenerator<{ record: string[]; raw: string }> {
+  try {
+    yield* parser as AsyncIterable<{ record: string[]; raw: string }>;
+  } catch (error) {
+    const fault = error as { code?: unknown; lines?: unknown; message?: unknown };
+    if (typeof fault.code !== 'string' || !fault.code.startsWith('CSV_')) throw error;
+    const at = typeof fault.lines === 'number' ? `line ${fault.lines}: ` : '';
+    throw new ValidationError(`the file is not valid CSV at ${at}${String(fault.message)}`);
   }
 }
 
