@@ -354,6 +354,11 @@ describeEachDatabase('platform webhooks', (h) => {
     await changes(id, [{ kind: 'customer', customer: customer('known@example.com') }, { kind: 'customer', customer: customer('plain@example.com') }], topic);
     expect(await contactOf(ws, 'known@example.com')).toMatchObject({ subscription_status: 'subscribed', source: 'api', properties: { first_name: 'Ada' } });
     expect(await contactOf(ws, 'plain@example.com')).toMatchObject({ subscription_status: 'non_subscribed' });
+    // Created non_subscribed by default, nothing was decided: a platform consent of any time applies, and an
+    // older one of the platform's own after it does not.
+    await changes(id, [{ kind: 'customer', customer: customer('plain@example.com', { status: 'subscribed', at: now - 10 * HOUR }) }], topic);
+    await changes(id, [{ kind: 'customer', customer: customer('plain@example.com', { status: 'unsubscribed', at: now - 20 * HOUR }) }], topic);
+    expect(await contactOf(ws, 'plain@example.com')).toMatchObject({ subscription_status: 'subscribed' });
   });
 
   // ------------------------------------------------------------------ carts and flows

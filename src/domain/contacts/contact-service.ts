@@ -404,10 +404,11 @@ export function createContactService(deps: {
 
     /**
      * A shop platform's record of consent for existing contacts, in the caller's transaction: a status changes
-     * only when the platform recorded it after the contact's last status change in emk (so a newer unsubscribe
-     * through emk's own link is not undone by an older platform record), and is recorded in the consent history
-     * at the platform's time with the platform as its origin. In order: a later change of one contact builds on
-     * an earlier one.
+     * only when the platform recorded it after the contact's last status decision (so a newer unsubscribe through
+     * emk's own link is not undone by an older platform record, nor a platform's newer record by its older one),
+     * and is recorded in the consent history at the platform's time with the platform as its origin. A contact
+     * created `non_subscribed` by default has no decision to keep. In order: a later change of one contact builds
+     * on an earlier one.
      */
     async applyPlatformConsent(
       trx: Knex.Transaction,
@@ -416,10 +417,10 @@ export function createContactService(deps: {
       if (changes.length === 0) return;
       const ids = [...new Set(changes.map((c) => c.contactId))].sort();
       const current = new Map<string, { status: SubscriptionStatus; since: number }>();
-      const last = await contactStore.lastStatusChanges(trx, ids);
+      const decided = await contactStore.lastStatusDecisions(trx, ids);
       for (const workspaceId of new Set(changes.map((c) => c.workspaceId))) {
         for (const row of await contactStore.findByIds(trx, workspaceId, ids, { lock: true })) {
-          current.set(row.id, { status: row.subscription_status, since: last.get(row.id) ?? row.created_at });
+          current.set(row.id, { status: row.subscription_status, since: decided.get(row.id) ?? 0 });
         }
       }
       const recorded: StatusChange[] = [];

@@ -151,11 +151,18 @@ export function createContactStore(dialect: Dialect) {
       return rows;
     },
 
-    /** The time of each contact's latest status change (contacts with none are absent). */
-    async lastStatusChanges(db: Db, contactIds: string[]): Promise<Map<string, number>> {
+    /**
+     * The time of each contact's latest status decision (contacts with none are absent). A contact created
+     * `non_subscribed` by default (origin `create:…`) was decided nothing for: that first entry does not count.
+     */
+    async lastStatusDecisions(db: Db, contactIds: string[]): Promise<Map<string, number>> {
       const last = new Map<string, number>();
       for (const part of chunk(contactIds, PAIRS_PER_QUERY)) {
-        const rows = await db('subscription_changes').whereIn('contact_id', part).groupBy('contact_id').select('contact_id', db.raw('MAX(created_at) AS at'));
+        const rows = await db('subscription_changes')
+          .whereIn('contact_id', part)
+          .whereNot((q) => q.whereNull('from_status').where('to_status', 'non_subscribed').where('origin', 'like', 'create:%'))
+          .groupBy('contact_id')
+          .select('contact_id', db.raw('MAX(created_at) AS at'));
         for (const row of rows as Array<{ contact_id: string; at: unknown }>) last.set(row.contact_id, dialect.readNumber(row.at));
       }
       return last;

@@ -85,7 +85,8 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
   /**
    * The contacts of the customers the changes name (created if unseen, with the platform's consent when it gives
    * one, else `non_subscribed`; properties merged), with the platform's consent applied to existing ones by its
-   * time rule. Keyed by the customer object; absent when the workspace's contact limit refuses it.
+   * time rule (ContactService.applyPlatformConsent). Keyed by the customer object; absent when the workspace's
+   * contact limit refuses it.
    */
   async function customersOf(trx: Knex.Transaction, named: Array<{ delivery: Delivery; customer: PlatformCustomer }>) {
     const written = await contacts.writeContacts(
@@ -97,7 +98,8 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
         merge: 'overwrite' as const,
         statusOnCreate: customer.consent?.status ?? 'non_subscribed',
         sourceOnCreate: sourceOf(delivery),
-        ...(customer.consent ? { consentOnCreate: { origin: delivery.integration.platform, at: customer.consent.at ?? delivery.at } } : {}),
+        // The platform's consent, at its time; without a time the status is only where the contact starts.
+        ...(customer.consent?.at != null ? { consentOnCreate: { origin: delivery.integration.platform, at: customer.consent.at } } : {}),
       })),
     );
     const owners = new Map<PlatformCustomer, { contactId: string; created: boolean }>();
