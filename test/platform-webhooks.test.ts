@@ -492,3 +492,26 @@ describeEachDatabase('platform webhooks', (h) => {
     expect((await storedOrder(ws, '9201'))!.contact_id).toBe(onlyShop.id);
   });
 });
+
+describeEachDatabase(
+  'platform webhooks: rate limits',
+  (h) => {
+    it('the webhook budget per integration applies to the platform paths, before the signature is checked', async () => {
+      const ws = await h().workspace();
+      const reply = await h().request({ method: 'POST', url: '/api/v1/integrations', key: ws.apiKey, json: { platform: 'shopify', secret: SECRET } });
+      const id = reply.json().id as string;
+      const post = (signature: string) =>
+        h().request({ method: 'POST', url: `/ecom/shopify/${id}`, headers: { 'content-type': 'application/json', 'x-shopify-topic': 'app/uninstalled', 'x-shopify-hmac-sha256': signature }, payload: '{}' });
+      expect((await post(sign(SECRET, '{}'))).statusCode).toBe(200);
+      const second = await post('wrong');
+      expect(second.statusCode).toBe(401);
+      expect(second.headers['ratelimit-remaining']).toBe('0');
+      const refused = await post(sign(SECRET, '{}'));
+      expect(refused.statusCode).toBe(429);
+      expect(refused.headers['retry-after']).toMatch(/^\d+$/);
+      // The refused delivery was not applied: one ignored topic counted.
+      expect((await h().request({ method: 'GET', url: `/api/v1/integrations/${id}`, key: ws.apiKey })).json().ignored_topics).toEqual({ 'app/uninstalled': 1 });
+    });
+  },
+  { EMK_LIMIT_WEBHOOK_PER_INTEGRATION: '2' },
+);
