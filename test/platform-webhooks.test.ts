@@ -301,6 +301,20 @@ describeEachDatabase('platform webhooks', (h) => {
     expect(await contactOf(ws, 'first@example.com')).toMatchObject({ orders_count: 2, lifetime_revenue: 70 });
   });
 
+  it("a snapshot's refunds only add to what another origin recorded as refunded", async () => {
+    const ws = await h().workspace();
+    const id = await integration(ws);
+    const website = (body: Record<string, unknown>) =>
+      h().request({ method: 'POST', url: `/ecom/website/${ws.integrationId}`, headers: { authorization: `Bearer ${ws.integrationKey}` }, json: body });
+    await website({ event_type: 'order_placed', email: 'both@example.com', order: { external_id: '7301', total_amount: 100, currency: 'USD' } });
+    await website({ event_type: 'refunded_order', email: 'both@example.com', order: { external_id: '7301', refund_amount: 10 } });
+    expect((await storedOrder(ws, '7301'))!.refunded_amount).toBe(10);
+    await changes(id, [orderChange('both@example.com', '7301', { refunds: [] })]);
+    expect((await storedOrder(ws, '7301'))!.refunded_amount).toBe(10);
+    await changes(id, [orderChange('both@example.com', '7301', { refunds: [{ id: 'r-1', amount: 15 }] })]);
+    expect(await storedOrder(ws, '7301')).toMatchObject({ refunded_amount: 15, platform: 'website' });
+  });
+
   it('an order that is not placed stores nothing new but updates a stored one; placed, it fires order_placed once', async () => {
     const ws = await h().workspace();
     const id = await integration(ws, 'woocommerce', { shop_domain: 'shop.example.com' });
