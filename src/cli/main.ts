@@ -6,6 +6,7 @@ import { initCommand } from './commands/init.js';
 import { migrateCommand } from './commands/migrate.js';
 import { productsCommand } from './commands/products/index.js';
 import { serveCommand } from './commands/serve.js';
+import { statusCommand } from './commands/status.js';
 import { syncOrdersCommand } from './commands/orders/sync-orders.js';
 import { eventsCommand } from './commands/events/index.js';
 import { feedsCommand } from './commands/feeds/index.js';
@@ -42,6 +43,7 @@ export function buildProgram(): Command {
     reportCommand(),
     contactsCommand(),
     seedCommand(),
+    statusCommand(),
   ]) {
     program.addCommand(command);
   }
