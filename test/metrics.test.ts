@@ -8,6 +8,7 @@ import { buildApp } from '../src/server/app.js';
 import { EMK_BIN, runEmk } from './helpers/cli.js';
 import { describeEachDatabase, NO_LIMITS, type Harness } from './helpers/harness.js';
 import { explainPlan, insertContacts } from './helpers/plans.js';
+import { createTestDatabase } from './helpers/test-databases.js';
 import { sendingHelpers } from './helpers/sending.js';
 
 interface Sample {
@@ -337,37 +338,21 @@ describeEachDatabase('metrics and status', (h, dialect) => {
   });
 
   it('the server logs JSON lines, each request with its id (`reqId`), at EMK_LOG_LEVEL; /metrics answers on a real socket', async () => {
-    const child = spawn(process.execPath, [EMK_BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--no-worker', '--no-migrate', '--db', h().database.url], {
-      env: { ...process.env, ...NO_LIMITS, EMK_LOG_LEVEL: 'info', EMK_DRAIN_GRACE_MS: '0', EMK_METRICS_TOKEN: 'socket-token' },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk) => (stdout += chunk));
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`emk serve did not start:\n${stderr}`)), 20_000);
-      child.stderr.on('data', (chunk) => {
-        stderr += chunk;
-        const listening = /emk listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(stderr);
-        if (listening) {
-          clearTimeout(timer);
-          resolve(Number(listening[1]));
-        }
-      });
+    const serve = await startEmk(['serve', '--port', '0', '--host', '127.0.0.1', '--no-worker', '--no-migrate', '--db', h().database.url], /emk listening on (http:\/\/127\.0\.0\.1:\d+)/, {
+      ...NO_LIMITS,
+      EMK_LOG_LEVEL: 'info',
+      EMK_DRAIN_GRACE_MS: '0',
+      EMK_METRICS_TOKEN: 'socket-token',
     });
     try {
-      const base = `http://127.0.0.1:${port}`;
-      expect((await fetch(`${base}/metrics`)).status).toBe(401);
-      const metrics = await fetch(`${base}/metrics`, { headers: { authorization: 'Bearer socket-token' } });
-      expect(metrics.status).toBe(200);
-      const samples = parseExposition(await metrics.text());
-      expect(valueOf(samples, 'emk_http_requests_total', { route: '/metrics', method: 'GET', status: '401' })).toBe(1);
-      expect((await fetch(`${base}/healthz`, { headers: { 'x-request-id': 'metrics-test-log-1' } })).status).toBe(200);
+      await scrapeOverSocket(serve.base, 'socket-token');
+      expect((await fetch(`${serve.base}/healthz`, { headers: { 'x-request-id': 'metrics-test-log-1' } })).status).toBe(200);
     } finally {
-      child.kill('SIGTERM');
+      serve.stop();
     }
-    expect(await exited).toBe(0);
-    const entries = stdout
+    expect(await serve.exited).toBe(0);
+    const entries = serve
+      .stdout()
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as { level: number; reqId?: string; msg: string; res?: { statusCode: number } });
@@ -377,7 +362,62 @@ describeEachDatabase('metrics and status', (h, dialect) => {
     // Every request's lines carry an id; info is pino's level 30.
     expect(entries.filter((entry) => /request/.test(entry.msg)).every((entry) => typeof entry.reqId === 'string' && entry.level === 30)).toBe(true);
   });
+
+  it('`emk worker --metrics-port` serves its own metrics and the shared queues, with the same token rule', async () => {
+    const refused = await runEmk(['worker', '--once', '--metrics-port', '0', '--db', h().database.url, '--no-migrate']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/--metrics-port is for a running worker/);
+    expect((await runEmk(['worker', '--metrics-port', 'x', '--db', h().database.url])).stderr).toMatch(/--metrics-port/);
+
+    // Its own database: the worker takes every job due, and those the other tests seeded would fail noisily.
+    const database = await createTestDatabase(dialect);
+    const worker = await startEmk(['worker', '--metrics-port', '0', '--db', database.url], /emk worker metrics on (http:\/\/127\.0\.0\.1:\d+)\/metrics/, {
+      HOST: '127.0.0.1',
+      EMK_LOG_LEVEL: 'silent',
+      EMK_METRICS_TOKEN: 'worker-token',
+    });
+    try {
+      const samples = await scrapeOverSocket(worker.base, 'worker-token');
+      expect(valueOf(samples, 'emk_database_up')).toBe(1);
+      expect(valueOf(samples, 'emk_jobs_ready', { kind: Object.keys(h().services.jobHandlers)[0]! })).toBe(0);
+    } finally {
+      worker.stop();
+      expect(await worker.exited).toBe(0);
+      await database.drop();
+    }
+  });
 });
+
+/** A child's /metrics: refused without the token, then read with it, the refusal counted. */
+async function scrapeOverSocket(base: string, token: string): Promise<Sample[]> {
+  expect((await fetch(`${base}/metrics`)).status).toBe(401);
+  const res = await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+  expect(res.status).toBe(200);
+  const samples = parseExposition(await res.text());
+  expect(valueOf(samples, 'emk_http_requests_total', { route: '/metrics', method: 'GET', status: '401' })).toBe(1);
+  return samples;
+}
+
+/** `emk …` as a child until stderr says where it listens (`listening`'s group 1: the base URL); stop() sends SIGTERM. */
+async function startEmk(args: string[], listening: RegExp, env: Record<string, string>) {
+  const child = spawn(process.execPath, [EMK_BIN, ...args], { env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const base = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`emk ${args[0]} did not start:\n${stderr}`)), 20_000);
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+      const found = listening.exec(stderr);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found[1]!);
+      }
+    });
+  });
+  return { base, exited, stdout: () => stdout, stop: () => child.kill('SIGTERM') };
+}
 
 /** A relay on a loopback port that takes every recipient but those it is told to refuse (with that code). */
 async function startRelay() {
