@@ -83,7 +83,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   registerErrorHandling(app);
   registerRequestId(app);
-  // This app's own registry: a test's second app on the same services counts its own requests.
+  // A registry per app, not prom-client's global one: each app counts its own requests (tests build several).
   const metrics = createEmkMetrics(services);
   registerRequestMetrics(app, metrics);
   // CORS first: a draining server's 503 (and its Retry-After) must be readable by the SDK on a shop's page.

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { UsageError } from '../../domain/errors.js';
-import { startMetricsServer } from '../../server/metrics-server.js';
+import { startMetricsServer } from '../../server/metrics/metrics-server.js';
 import { runDueJobs, startWorker, workerOptionsFor } from '../../worker/worker.js';
 import { concurrencyFlag, metricsPortFlag } from '../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../run-command.js';

@@ -1,12 +1,12 @@
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
-import type { EmkConfig } from '../domain/config.js';
-import { createEmkMetrics, type MeteredServices } from './metrics/emk-metrics.js';
-import { serializerCompiler, validatorCompiler } from './openapi/route-schema.js';
-import { registerErrorHandling } from './plugins/errors.js';
-import { requestIdOf, registerRequestId } from './plugins/request-id.js';
-import { registerRequestMetrics } from './plugins/request-metrics.js';
-import { metricsRoutes } from './routes/metrics/metrics-routes.js';
+import type { EmkConfig } from '../../domain/config.js';
+import { serializerCompiler, validatorCompiler } from '../openapi/route-schema.js';
+import { registerErrorHandling } from '../plugins/errors.js';
+import { requestIdOf, registerRequestId } from '../plugins/request-id.js';
+import { registerRequestMetrics } from '../plugins/request-metrics.js';
+import { metricsRoutes } from '../routes/metrics/metrics-routes.js';
+import { createEmkMetrics, type MeteredServices } from './emk-metrics.js';
 
 export interface MetricsServer {
   /** Where it listens, as `http://host:port`. */
