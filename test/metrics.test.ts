@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import { SMTPServer } from 'smtp-server';
 import { afterAll, expect, it } from 'vitest';
 import type { EmkConfig } from '../src/domain/config.js';
+import { createObservations } from '../src/domain/shared/observations.js';
 import { buildApp } from '../src/server/app.js';
 import { EMK_BIN, runEmk } from './helpers/cli.js';
 import { describeEachDatabase, NO_LIMITS, type Harness } from './helpers/harness.js';
@@ -472,3 +473,16 @@ describeEachDatabase(
   },
   { EMK_SMTP_URL: relay.url, EMK_SMTP_RATE: '0' },
 );
+
+it("a watcher's failure never becomes the reporter's: it is a process warning", async () => {
+  const observations = createObservations<number>();
+  const seen: number[] = [];
+  observations.watch(() => {
+    throw new Error('broken histogram');
+  });
+  observations.watch((n) => seen.push(n));
+  const warned = new Promise<Error>((resolve) => process.once('warning', resolve));
+  expect(() => observations.report(7)).not.toThrow();
+  expect(seen).toEqual([7]);
+  expect((await warned).message).toBe('a watcher of an observation failed: broken histogram');
+});

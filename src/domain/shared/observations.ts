@@ -6,8 +6,18 @@
 export function createObservations<T>() {
   const watchers = new Set<(observed: T) => void>();
   return {
+    /**
+     * Never throws: a watcher's failure must not become the reporter's (a committed group retried as failed, a
+     * mail the relay took treated as not sent). It is printed as a process warning instead.
+     */
     report(observed: T): void {
-      for (const watcher of watchers) watcher(observed);
+      for (const watcher of watchers) {
+        try {
+          watcher(observed);
+        } catch (error) {
+          process.emitWarning(`a watcher of an observation failed: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }
     },
     /** Returns the function that stops watching. */
     watch(watcher: (observed: T) => void): () => void {
