@@ -55,7 +55,7 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
   it('GET /openapi.json lists every registered route (but its own page), each with its noun and credential', async () => {
     const doc = await document();
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['accessToken', 'apiKey', 'integrationKey', 'platformSignature', 'segmentWriteKey', 'siteId']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['accessToken', 'apiKey', 'integrationKey', 'metricsToken', 'platformSignature', 'segmentWriteKey', 'siteId']);
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
     const served = (await registeredRoutes(h().database.url)).filter(
       (route) => !DOCUMENTATION_ROUTES.some((prefix) => route.split(' ')[1]!.startsWith(prefix)),
@@ -73,6 +73,7 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
     expect(credentialOf('get', '/emk.js')).toEqual([{ siteId: [] }]);
     expect(credentialOf('post', '/v1/batch')).toEqual([{ segmentWriteKey: [] }]);
     expect(credentialOf('get', '/healthz')).toEqual([]);
+    expect(credentialOf('get', '/metrics')).toEqual([{ metricsToken: [] }, {}]);
     for (const [path, ops] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(ops)) {
         expect(op.tags?.length, `${method} ${path}`).toBe(1);

@@ -7,6 +7,7 @@ import { integrationsCommand } from './commands/integrations/index.js';
 import { migrateCommand } from './commands/migrate.js';
 import { productsCommand } from './commands/products/index.js';
 import { serveCommand } from './commands/serve.js';
+import { statusCommand } from './commands/status.js';
 import { syncOrdersCommand } from './commands/orders/sync-orders.js';
 import { eventsCommand } from './commands/events/index.js';
 import { feedsCommand } from './commands/feeds/index.js';
@@ -44,6 +45,7 @@ export function buildProgram(): Command {
     reportCommand(),
     contactsCommand(),
     seedCommand(),
+    statusCommand(),
   ]) {
     program.addCommand(command);
   }

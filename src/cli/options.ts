@@ -19,8 +19,9 @@ const wholeNumber = (min: number, max: number) =>
 /** `--concurrency`: chunks in flight, 1 to 64. */
 export const concurrencyFlag = (value: string) => flag('--concurrency', wholeNumber(1, 64), value);
 
-/** `--port`: 0 (any free port) to 65535. */
+/** `--port`, `--metrics-port`: 0 (any free port) to 65535. */
 export const portFlag = (value: string) => flag('--port', wholeNumber(0, 65_535), value);
+export const metricsPortFlag = (value: string) => flag('--metrics-port', wholeNumber(0, 65_535), value);
 
 /** `--email`: an email address (a contact is found by it case-insensitively). */
 export const emailFlag = (value: string) => flag('--email', emailSchema, value);

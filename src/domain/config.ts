@@ -6,6 +6,10 @@ import { checkValue, emailSchema } from './shared/validate.js';
 
 const limit = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
 
+/** pino's levels, for the server's logs (docs/operations.md, Logs). */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 /** Every setting from the environment, with the spec's defaults. */
 const envSchema = z.object({
   EMK_DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
@@ -37,6 +41,9 @@ const envSchema = z.object({
   // A template part's parse and render on a render thread, and its output (docs/email.md, Templates).
   EMK_TEMPLATE_TIMEOUT_MS: z.coerce.number().int().min(10, 'must be at least 10').max(60_000, 'must be at most 60000').default(1_000),
   EMK_TEMPLATE_MAX_BYTES: z.coerce.number().int().min(1_024, 'must be at least 1024').max(104_857_600, 'must be at most 104857600').default(1_048_576),
+  // Set: GET /metrics asks for `Authorization: Bearer <token>`; unset (or empty): it answers anyone (bind it privately).
+  EMK_METRICS_TOKEN: z.string().regex(/^\S*$/, 'must be one word (no spaces)').optional(),
+  EMK_LOG_LEVEL: z.enum(LOG_LEVELS).default('warn'),
 });
 
 /**
@@ -114,6 +121,10 @@ export interface EmkConfig {
   /** Limits of one template part's render: its deadline and its output. */
   templateTimeoutMs: number;
   templateMaxBytes: number;
+  /** EMK_METRICS_TOKEN: the bearer token GET /metrics asks for; undefined: it asks for none. */
+  metricsToken: string | undefined;
+  /** The server's log level (pino's: JSON lines with request ids). */
+  logLevel: LogLevel;
 }
 
 export interface ConfigOverrides {
@@ -150,5 +161,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     drainGraceMs: e.EMK_DRAIN_GRACE_MS,
     templateTimeoutMs: e.EMK_TEMPLATE_TIMEOUT_MS,
     templateMaxBytes: e.EMK_TEMPLATE_MAX_BYTES,
+    metricsToken: e.EMK_METRICS_TOKEN || undefined,
+    logLevel: e.EMK_LOG_LEVEL,
   };
 }

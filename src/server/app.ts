@@ -7,10 +7,12 @@ import { registerCors } from './plugins/cors.js';
 import { DrainGate } from './plugins/drain.js';
 import { answerRoutingError, registerErrorHandling } from './plugins/errors.js';
 import { registerJsonBody } from './plugins/json-body.js';
+import { createEmkMetrics } from './metrics/emk-metrics.js';
 import { registerOpenApi } from './openapi/openapi-plugin.js';
 import { registerRateLimits } from './plugins/rate-limit.js';
 import { registerSecurityHeaders } from './plugins/security-headers.js';
 import { requestIdOf, registerRequestId } from './plugins/request-id.js';
+import { registerRequestMetrics } from './plugins/request-metrics.js';
 import { apiKeyRoutes } from './routes/api-keys/api-key-routes.js';
 import { authRoutes } from './routes/auth/auth-routes.js';
 import { collectRoutes } from './routes/collect/collect-routes.js';
@@ -27,6 +29,7 @@ import { settingsRoutes } from './routes/settings/settings-routes.js';
 import { productRoutes } from './routes/products/product-routes.js';
 import { feedRoutes } from './routes/feeds/feed-routes.js';
 import { healthRoutes } from './routes/health/health-routes.js';
+import { metricsRoutes } from './routes/metrics/metrics-routes.js';
 import { campaignRoutes } from './routes/campaigns/campaign-routes.js';
 import { flowRoutes } from './routes/flows/flow-routes.js';
 import { segmentRoutes } from './routes/segments/segment-routes.js';
@@ -76,12 +79,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return503OnClosing: false,
     // URLs the router cannot take apart still answer in the contract's envelope, with X-Request-Id.
     frameworkErrors: answerRoutingError,
-    logger: { level: options.logLevel ?? process.env.EMK_LOG_LEVEL ?? 'warn' },
+    // pino: one JSON line per entry, each request's carrying its id (`reqId`: X-Request-Id, or a fresh one).
+    logger: { level: options.logLevel ?? config.logLevel },
   });
 
   if (options.onRoute) app.addHook('onRoute', options.onRoute);
   registerErrorHandling(app);
   registerRequestId(app);
+  // A registry per app, not prom-client's global one: each app counts its own requests (tests build several).
+  const metrics = createEmkMetrics(services);
+  registerRequestMetrics(app, metrics);
   // CORS first: a draining server's 503 (and its Retry-After) must be readable by the SDK on a shop's page.
   registerCors(app, ['/collect/', '/v1/']);
   drain.register(app);
@@ -92,6 +99,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await registerOpenApi(app, EMK_VERSION);
 
   await app.register(healthRoutes(services));
+  await app.register(metricsRoutes(metrics, config.metricsToken));
   await app.register(collectRoutes(services));
   await app.register(segmentIngestRoutes(services));
   await app.register(sdkRoutes());

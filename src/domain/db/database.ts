@@ -25,7 +25,34 @@ export interface Database {
    * errors come out as domain errors: ConflictError, ValidationError, UnavailableError.
    */
   writeTransaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+  /** What each open pool's connections are doing now (the server's metrics read it at every scrape). */
+  poolUse(): PoolUse[];
   close(): Promise<void>;
+}
+
+/** A connection pool at one moment: `main` (every statement) and, once opened, `relaxed` (rate-limit counters). */
+export interface PoolUse {
+  pool: 'main' | 'relaxed';
+  /** Connections lent out, idle in the pool, and requests waiting for one; `max` is the pool's size. */
+  used: number;
+  free: number;
+  pending: number;
+  max: number;
+}
+
+/** What `poolUse` reads of knex's pool (tarn's). */
+interface TarnCounts {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  max: number;
+}
+
+/** A pool's counts; zeros while knex has none (before its first query, after destroy). */
+function poolUseOf(pool: PoolUse['pool'], knex: Knex): PoolUse {
+  const tarn = knex.client.pool as unknown as TarnCounts | undefined;
+  if (!tarn) return { pool, used: 0, free: 0, pending: 0, max: 0 };
+  return { pool, used: tarn.numUsed(), free: tarn.numFree(), pending: tarn.numPendingAcquires(), max: tarn.max };
 }
 
 export interface DatabaseOptions {
@@ -73,6 +100,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
     writeStats,
     relaxedKnex: () => (relaxed ??= connect(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2, lockTimeoutMs, writeStats }))),
     writeTransaction: (work) => runTranslated(dialect, retry, () => knex.transaction(work)),
+    poolUse: () => [poolUseOf('main', knex), ...(relaxed ? [poolUseOf('relaxed', relaxed)] : [])],
     async close() {
       await relaxed?.destroy();
       await knex.destroy();

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { EmkError, UnavailableError } from '../errors.js';
+import { createObservations } from '../shared/observations.js';
 import type { Database } from './database.js';
 import { domainErrorOf, isBusy } from './driver-errors.js';
 
@@ -66,6 +67,8 @@ export const writeCounters = (writer: WriteBatcher, db: Pick<Database, 'writeSta
 export class WriteBatcher {
   /** Groups committed and the items they carried, since the writer was made (the bench prints them). */
   readonly groupCommitStats = { groups: 0, items: 0 };
+  /** Each committed group: its items and how long its transaction took (the server's metrics watch it). */
+  readonly committedGroups = createObservations<{ items: number; seconds: number }>();
   private queue: Pending[] = [];
   private queuedWeight = 0;
   /** Transactions running now, a slot each (at most `concurrency`). */
@@ -195,8 +198,10 @@ export class WriteBatcher {
    */
   private async flush(batch: Pending[], committed: () => void = () => {}): Promise<void> {
     try {
+      const startedAt = performance.now();
       const results = await this.db.writeTransaction((trx) => this.apply(trx, batch));
       committed();
+      this.committedGroups.report({ items: batch.length, seconds: (performance.now() - startedAt) / 1000 });
       this.groupCommitStats.groups++;
       this.groupCommitStats.items += batch.length;
       this.recentSizes.push(batch.length);

@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import { convert } from 'html-to-text';
+import type { Observations } from '../shared/observations.js';
 
 /** A message as the relay gets it. */
 export interface OutgoingMail {
@@ -36,7 +37,20 @@ export interface Transport {
   /** True when nothing leaves: messages are kept as `captured`. */
   readonly captures: boolean;
   deliver(mail: OutgoingMail): Promise<DeliveryResult>;
+  /** Every hand-over to a relay as it ends: how it ended and how long it took (the server's metrics watch it). */
+  readonly handOvers: Observations<HandOver>;
   close(): Promise<void>;
+}
+
+/**
+ * How a hand-over ended: the relay took the mail, refused the recipient for good (5xx), failed for now (4xx, a
+ * connection refused, reset or timed out: the job retries), or failed in a way we do not know.
+ */
+export type HandOverOutcome = 'sent' | 'rejected' | 'temporary' | 'error';
+
+export interface HandOver {
+  outcome: HandOverOutcome;
+  seconds: number;
 }
 
 /** A failure worth trying again: a 4xx reply, a connection refused, reset or timed out. */

@@ -17,7 +17,7 @@ export function createSmtpTransport(options: {
   maxConnections: number;
   /** The envelope sender (MAIL FROM, the Return-Path receivers record) for every mail; unset: the From address. */
   returnPath?: string | undefined;
-}): Transport {
+}): Omit<Transport, 'handOvers'> {
   const smtp = nodemailer.createTransport({
     url: options.url,
     pool: true,

@@ -168,6 +168,18 @@ export function createEventStore(dialect: Dialect) {
       return attached;
     },
 
+    /**
+     * Every workspace's events that occurred at or after `since` (the operator's status): a range of the
+     * (workspace_id, created_at) index per workspace, so the cost is the recent events, not the table.
+     */
+    async countSince(db: Db, since: number): Promise<number> {
+      const [{ n }] = (await db('events')
+        .whereIn('workspace_id', db('workspaces').select('id'))
+        .where('created_at', '>=', since)
+        .count({ n: '*' })) as [{ n: unknown }];
+      return dialect.readNumber(n);
+    },
+
     async list(db: Db, workspaceId: string, filter: { contact_id?: string; event_name?: string }, paging: Paging) {
       const base = db('events').where({ workspace_id: workspaceId });
       if (filter.contact_id) base.where({ contact_id: filter.contact_id });

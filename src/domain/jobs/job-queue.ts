@@ -1,9 +1,14 @@
 import type { Knex } from 'knex';
 import type { Database } from '../db/database.js';
 import { systemClock, type Clock } from '../shared/time.js';
-import { createJobStore, type Job } from './job-store.js';
+import { createJobStore, type DueJobs, type Job } from './job-store.js';
 
 export type { Job } from './job-store.js';
+
+/** One kind's jobs: due and waiting, running, given up; the oldest waiting job's run time (null: none waits). */
+export interface JobBacklog extends DueJobs {
+  failed: number;
+}
 
 /** What a noun's job does; throwing retries it with back-off (PermanentJobError: gives up at once). */
 export type JobHandler = (job: Job) => Promise<void>;
@@ -135,6 +140,19 @@ export function createJobQueue(deps: { db: Database; clock?: Clock }) {
     /** Whether a job of this kind waits to run, read in the caller's transaction (a job that repeats itself keeps one). */
     hasWaiting: (trx: Knex.Transaction, kind: string) => store.hasWaiting(trx, kind),
     failed: (limit = 50) => store.failed(db.knex, limit),
+
+    /**
+     * The queue at a glance, per kind (every kind in `kinds`, and any other the table holds): due jobs waiting
+     * for a worker and the oldest one's run time, jobs running, jobs given up. Read at every metrics scrape.
+     */
+    async backlog(kinds: readonly string[]): Promise<JobBacklog[]> {
+      const due = await store.dueByKind(db.knex, clock());
+      const failed = await store.failedByKind(db.knex);
+      const byKind = new Map<string, JobBacklog>();
+      for (const kind of [...kinds, ...failed.keys()]) byKind.set(kind, { kind, ready: 0, running: 0, oldestReadyAt: null, failed: failed.get(kind) ?? 0 });
+      for (const row of due) byKind.set(row.kind, { ...row, failed: failed.get(row.kind) ?? 0 });
+      return [...byKind.values()].sort((a, b) => a.kind.localeCompare(b.kind));
+    },
   };
 }
 

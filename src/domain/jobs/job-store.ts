@@ -29,6 +29,15 @@ export interface FailedJob {
   failed_at: number;
 }
 
+/** The jobs of one kind that are due (`run_at` has come): waiting for a worker, or held by one now. */
+export interface DueJobs {
+  kind: string;
+  ready: number;
+  running: number;
+  /** The run time of the oldest job waiting for a worker (null: none waits). */
+  oldestReadyAt: number | null;
+}
+
 /** The jobs table: enqueue, claim by lease, finish guarded by the owner. */
 export function createJobStore(dialect: Dialect) {
   const toJob = (row: Record<string, unknown>): Job => ({
@@ -121,6 +130,36 @@ export function createJobStore(dialect: Dialect) {
       if (kinds) query.whereIn('kind', kinds);
       const [{ n }] = (await query.count({ n: '*' })) as [{ n: number | string }];
       return Number(n);
+    },
+
+    /**
+     * Due jobs by kind, as the claim sees them: one range of the claim's index (failed_at, run_at), so it reads
+     * the jobs that are due, never those scheduled later (a flow's delayed steps).
+     */
+    async dueByKind(db: Db, now: number): Promise<DueJobs[]> {
+      const rows: Array<{ kind: string; due: unknown; running: unknown; oldest_ready_at: unknown }> = await db('jobs')
+        .whereNull('failed_at')
+        .where('run_at', '<=', now)
+        .groupBy('kind')
+        .select(
+          'kind',
+          db.raw('COUNT(*) AS due'),
+          db.raw('SUM(CASE WHEN locked_until > ? THEN 1 ELSE 0 END) AS running', [now]),
+          db.raw('MIN(CASE WHEN locked_until IS NULL OR locked_until <= ? THEN run_at END) AS oldest_ready_at', [now]),
+        );
+      return rows.map((row) => {
+        const running = dialect.readNumber(row.running);
+        return { kind: row.kind, ready: dialect.readNumber(row.due) - running, running, oldestReadyAt: dialect.readNullableNumber(row.oldest_ready_at) };
+      });
+    },
+
+    /**
+     * Jobs kept as given up, by kind: the other range of the claim's index. Written as a range of times, which
+     * both databases seek (SQLite reads the whole table for `IS NOT NULL`).
+     */
+    async failedByKind(db: Db): Promise<Map<string, number>> {
+      const rows: Array<{ kind: string; n: unknown }> = await db('jobs').where('failed_at', '>=', 0).groupBy('kind').select('kind', db.raw('COUNT(*) AS n'));
+      return new Map(rows.map((row) => [row.kind, dialect.readNumber(row.n)]));
     },
 
     async failed(db: Db, limit: number): Promise<FailedJob[]> {

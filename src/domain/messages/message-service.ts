@@ -188,6 +188,10 @@ export function createMessageService(deps: {
     /** Which of these contacts got a marketing message at or after `since` (smart sending). */
     marketingSentSince: (db: Db, contactIds: string[], since: number) => store.marketingSentSince(db, contactIds, since),
 
+    /** Every workspace's messages by status, and those handed over since a time (the operator's status and metrics). */
+    countByStatus: () => store.countByStatus(knex),
+    handedOverSince: (since: number) => store.handedOverSince(knex, since),
+
     /** Delivery, engagement and attributed revenue of a campaign's or flow's messages (their reports). */
     report,
     /** Deliverability counts per campaign and flow of the messages written since `since` (the deliverability report). */

@@ -6,7 +6,7 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
-import type { MessageRecord, MessageStatus, MessageType } from './message.schema.js';
+import { MESSAGE_STATUSES, type MessageRecord, type MessageStatus, type MessageType } from './message.schema.js';
 
 /** A message about to be rendered, with what its template reads of the recipient. */
 export interface PendingMessage {
@@ -251,6 +251,20 @@ export function createMessageStore(dialect: Dialect) {
     /** Recipients skipped by rule get no message row (reports count them as skipped). */
     async remove(db: Db, ids: string[]): Promise<void> {
       for (const part of chunk(ids, chunkSizeFor(dialect, 1))) await db('messages').whereIn('id', part).delete();
+    },
+
+    /** Every workspace's messages by status (the operator's status): an index read alone, never the rows with their mail. */
+    async countByStatus(db: Db): Promise<Record<MessageStatus, number>> {
+      const rows: Array<{ status: MessageStatus; n: unknown }> = await db('messages').groupBy('status').select('status', db.raw('COUNT(*) AS n'));
+      const counts = Object.fromEntries(MESSAGE_STATUSES.map((status) => [status, 0])) as Record<MessageStatus, number>;
+      for (const row of rows) counts[row.status] = dialect.readNumber(row.n);
+      return counts;
+    },
+
+    /** Every workspace's messages handed over (or captured) at or after `since`: a range of the status index per status. */
+    async handedOverSince(db: Db, since: number): Promise<number> {
+      const [{ n }] = (await db('messages').whereIn('status', DELIVERED).where('sent_at', '>=', since).count({ n: '*' })) as [{ n: unknown }];
+      return dialect.readNumber(n);
     },
 
     /** Whether any message of the campaign has not reached an end. */

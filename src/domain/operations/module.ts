@@ -3,6 +3,7 @@ import type { ContactLookup } from '../contacts/contact-lookup.js';
 import { createDataRightsService } from '../data-rights/data-rights-service.js';
 import type { EventService } from '../events/event-service.js';
 import type { FlowService } from '../flows/flow-service.js';
+import type { JobHandlers } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
 import type { OrderLookup } from '../orders/order-lookup.js';
 import type { OrderService } from '../orders/order-service.js';
@@ -11,8 +12,12 @@ import type { ProductActivity } from '../recommendations/product-activity.js';
 import { createReportService } from '../reports/report-service.js';
 import type { Runtime } from '../runtime/module.js';
 import type { Clock } from '../shared/time.js';
+import { createStatusService } from '../status/status-service.js';
 
-/** Operations: the revenue report, a person's data rights (erasure, export) and the request rate limits. */
+/**
+ * Operations: the revenue report, a person's data rights (erasure, export), the request rate limits and the
+ * operator's status of the shared queues.
+ */
 export function createOperationsModule(
   runtime: Runtime,
   deps: {
@@ -25,6 +30,7 @@ export function createOperationsModule(
     orders: OrderService;
     messages: MessageService;
     productActivity: ProductActivity;
+    jobHandlers: JobHandlers;
   },
 ) {
   const reports = createReportService({ ...runtime, orders: deps.orderLookup, campaigns: deps.campaigns, flows: deps.flows, messages: deps.messages });
@@ -35,5 +41,7 @@ export function createOperationsModule(
     activity: deps.productActivity,
   });
   const rateLimiter = createRateLimiterFor(runtime.db, deps.clock);
-  return { reports, dataRights, rateLimiter };
+  // On the wall clock, as the job queue's claims are: the hand-moved clock of tests would age jobs wrongly.
+  const status = createStatusService({ ...runtime, messages: deps.messages, events: deps.events, jobKinds: Object.keys(deps.jobHandlers) });
+  return { reports, dataRights, rateLimiter, status };
 }

@@ -10,13 +10,19 @@ export interface RateLimitBudget {
   limit: number;
 }
 
+/** A budget key's scope: its first two parts (`collect:ip` of `collect:ip:1.2.3.4`), never its subject. */
+const scopeOf = (key: string) => key.split(':', 2).join(':');
+
 /**
  * Spends one request from every budget at once. The request passes only if every budget allows it; if one
  * refuses, the request is taken back from all of them. The decision returned is the tightest one, which is
  * what the `RateLimit-*` headers report.
  */
 export function createRateLimiter(store: CounterStore, clock: Clock = systemClock) {
+  const refusals = new Map<string, number>();
   return {
+    /** Requests refused since the process started, by the scope of each budget that refused them (`collect:ip`). */
+    refusals: refusals as ReadonlyMap<string, number>,
     async spend(budgets: RateLimitBudget[]): Promise<RateLimitDecision | null> {
       const active = budgets.filter((b) => b.limit > 0);
       if (active.length === 0) return null;
@@ -30,6 +36,11 @@ export function createRateLimiter(store: CounterStore, clock: Clock = systemCloc
       const decisions = active.map((b, i) => decide(b.limit, counts[i]!, now));
       const refused = decisions.filter((d) => !d.allowed);
       if (refused.length > 0) {
+        active.forEach((budget, i) => {
+          if (decisions[i]!.allowed) return;
+          const scope = scopeOf(budget.key);
+          refusals.set(scope, (refusals.get(scope) ?? 0) + 1);
+        });
         store.release(
           active.map((b) => b.key),
           start,

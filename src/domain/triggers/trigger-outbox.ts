@@ -173,6 +173,16 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: (fac
     },
 
     /**
+     * Facts waiting for the worker and when the oldest was recorded (null: none waits), both read from the
+     * pending facts' partial index: the cost grows with the backlog, not with the table.
+     */
+    async backlog(db: Db): Promise<{ pending: number; oldestAt: number | null }> {
+      const oldest = await db('trigger_outbox').whereNull('processed_at').orderBy('id').first('created_at');
+      const [{ n }] = (await db('trigger_outbox').whereNull('processed_at').count({ n: '*' })) as [{ n: unknown }];
+      return { pending: dialect.readNumber(n), oldestAt: dialect.readNullableNumber(oldest?.created_at) };
+    },
+
+    /**
      * Takes the oldest unprocessed facts for this transaction: PostgreSQL passes over facts another process
      * is taking, so processes share the outbox without waiting; SQLite's one writer takes them in order.
      */

@@ -46,6 +46,11 @@ export const SECURITY_SCHEMES = {
     scheme: 'basic',
     description: 'Segment-compatible ingest (`/v1/…`): the workspace site id as the Basic user with an empty password (or `writeKey` in the body).',
   },
+  metricsToken: {
+    type: 'http',
+    scheme: 'bearer',
+    description: '`EMK_METRICS_TOKEN`, when set: `GET /metrics` only (unset: the metrics ask for no credential).',
+  },
 } as const;
 
 /** What a route accepts: the management API (`apiKey`) takes the workspace's key or its user's access token. */
@@ -55,6 +60,8 @@ const SECURITY = {
   platformSignature: [{ platformSignature: [] }],
   siteId: [{ siteId: [] }],
   segmentWriteKey: [{ segmentWriteKey: [] }],
+  // `{}`: no credential at all, when the token is not set.
+  metricsToken: [{ metricsToken: [] }, {}],
   none: [],
 } as const;
 

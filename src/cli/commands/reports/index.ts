@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import type { DeliverabilityReport } from '../../../domain/reports/report.schema.js';
 import { daysFlag } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+import { table } from '../../table.js';
 
 interface RevenueOptions extends GlobalOptions {
   from?: string;
@@ -32,13 +33,6 @@ function revenueCommand(): Command {
       },
     ),
   );
-}
-
-/** Columns two spaces apart; those in `right` (numbers) aligned right. */
-function table(header: string[], rows: string[][], right: number[]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (right.includes(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)].join('\n');
 }
 
 const percent = (rate: number) => `${(rate * 100).toFixed(2)}%`;
