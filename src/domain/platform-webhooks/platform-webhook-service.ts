@@ -7,7 +7,7 @@ import type { DataRightsService } from '../data-rights/data-rights-service.js';
 import { UnauthorizedError } from '../errors.js';
 import type { BatchHandler, WriteBatcher } from '../db/write-batcher.js';
 import type { IdentityTokenService } from '../identity-tokens/identity-token-service.js';
-import type { IntegrationService, SignedIntegration } from '../integrations/integration-service.js';
+import type { IntegrationService, WebhookIntegration } from '../integrations/integration-service.js';
 import { domainSchema, type NativePlatform } from '../integrations/integration.schema.js';
 import type { OrderChange, OrderUpsert } from '../orders/order-upsert.js';
 import type { ProductService } from '../products/product-service.js';
@@ -37,9 +37,15 @@ function signedWith(secret: string, body: Buffer, signature: string | null): boo
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** A Shopify or WooCommerce integration, its secret left behind once a delivery is trusted. */
+export type PlatformIntegration = WebhookIntegration & { platform: NativePlatform };
+
+/** A delivery already trusted (signed, or replayed by `emk seed` from files): what its headers said, and its bytes. */
+export type TrustedDelivery = Omit<PlatformDelivery, 'signature'>;
+
 /** An authenticated delivery of one integration, read and mapped, waiting for its group's transaction. */
 interface Delivery {
-  integration: SignedIntegration;
+  integration: PlatformIntegration;
   topic: string;
   deliveryId: string | null;
   /** The shop's domain the delivery named, to store on an integration that did not know its own yet. */
@@ -325,31 +331,42 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
     });
   };
 
+  /** A trusted delivery read, mapped and applied with the group of deliveries arriving with it. */
+  function applyTrusted(integration: PlatformIntegration, delivery: TrustedDelivery): Promise<PlatformReply> {
+    const topic = delivery.topic?.trim().slice(0, 200) ?? '';
+    const body = storableJsonObject(delivery.body.toString('utf8'));
+    const named = delivery.shop === null ? null : domainSchema.safeParse(delivery.shop);
+    // The integration's own domain wins over what a delivery says; the first signed one names it if unknown.
+    const learntDomain = integration.domain === '' && named?.success ? named.data : null;
+    const domain = integration.domain || learntDomain || '';
+    const mapped: MappedDelivery =
+      body === null
+        ? { status: 'mapped', changes: [], warnings: ['the body is not a JSON object: nothing was applied'] }
+        : MAPPERS[integration.platform](topic, body, { shopDomain: domain });
+    const deliveryId = delivery.deliveryId?.trim().slice(0, 255) || null;
+    return writer.submit(applyDeliveries, { integration: { ...integration, domain }, topic, deliveryId, learntDomain, mapped, at: Date.now() });
+  }
+
   return {
     /**
      * One delivery: 404 `integration not found` (unknown, inactive, another platform's), 401 `invalid signature`
      * unless signed with the integration's secret (checked before the body is read; WooCommerce's unsigned ping
-     * is answered and applies nothing), then applied with the group of deliveries arriving with it.
+     * is answered and applies nothing), then applied as a trusted one.
      */
     async handle(platform: NativePlatform, integrationId: string, delivery: PlatformDelivery): Promise<PlatformReply> {
-      const integration = await integrations.signedIntegration(integrationId, platform);
+      const { secret, ...integration } = await integrations.signedIntegration(integrationId, platform);
       if (platform === 'woocommerce' && delivery.signature === null && WOOCOMMERCE_PING.test(delivery.body.toString('latin1'))) {
         return { status: 'ignored', topic: 'ping' };
       }
-      if (!signedWith(integration.secret, delivery.body, delivery.signature)) throw new UnauthorizedError('invalid signature');
-      const topic = delivery.topic?.trim().slice(0, 200) ?? '';
-      const body = storableJsonObject(delivery.body.toString('utf8'));
-      const named = delivery.shop === null ? null : domainSchema.safeParse(delivery.shop);
-      // The integration's own domain wins over what a delivery says; the first signed one names it if unknown.
-      const learntDomain = integration.domain === '' && named?.success ? named.data : null;
-      const domain = integration.domain || learntDomain || '';
-      const mapped: MappedDelivery =
-        body === null
-          ? { status: 'mapped', changes: [], warnings: ['the body is not a JSON object: nothing was applied'] }
-          : MAPPERS[platform](topic, body, { shopDomain: domain });
-      const deliveryId = delivery.deliveryId?.trim().slice(0, 255) || null;
-      return writer.submit(applyDeliveries, { integration: { ...integration, domain }, topic, deliveryId, learntDomain, mapped, at: Date.now() });
+      if (!signedWith(secret, delivery.body, delivery.signature)) throw new UnauthorizedError('invalid signature');
+      return applyTrusted({ ...integration, platform }, delivery);
     },
+
+    /**
+     * A delivery whose origin needs no signature (`emk seed` replaying a fixture set's webhook bodies): the same
+     * mapping, retry key and transaction as a signed one. The integration is the caller's (active, of its workspace).
+     */
+    applyTrusted,
   };
 }
 

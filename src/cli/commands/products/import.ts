@@ -37,7 +37,7 @@ export function fromCsv(record: Record<string, unknown>): Record<string, unknown
 }
 
 /** The file's products: a platform's export (the shop's catalog), or emk's own CSV or JSON Lines (platform manual). */
-function productRows(file: string, shop: { platform: ExportFormat; domain: string } | null): AsyncIterable<ImportRow> {
+export function productRows(file: string, shop: { platform: ExportFormat; domain: string } | null): AsyncIterable<ImportRow> {
   if (shop?.platform === 'shopify') return shopifyProductsExport(readCsvRows(file), { shopDomain: shop.domain });
   if (shop?.platform === 'woocommerce') return wooCommerceProductsExport(() => readCsvRows(file), { shopDomain: shop.domain });
   return readRecords(file);

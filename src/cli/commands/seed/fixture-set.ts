@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { EmkError, UsageError } from '../../../domain/errors.js';
+import { domainSchema, NATIVE_PLATFORMS, type NativePlatform } from '../../../domain/integrations/integration.schema.js';
 import { PACKAGE_ROOT } from '../../../domain/shared/package.js';
 import { checkValue } from '../../../domain/shared/validate.js';
 import { inputFile } from '../../options.js';
@@ -21,27 +22,63 @@ export type NamedBody = { name: string } & Record<string, unknown>;
 const namedBodySchema = z.looseObject({ name: z.string().trim().min(1, 'must not be empty') });
 const fileName = z.string().trim().min(1, 'must not be empty');
 
-/** `manifest.json` (fixtures/demo/README.md): the workspace's name and domain, then each file, all optional. */
-const manifestSchema = z.strictObject({
-  name: z.string().trim().min(1, 'must not be empty'),
-  domain: z.string().trim().min(1, 'must not be empty'),
-  contacts: fileName.optional(),
-  products: fileName.optional(),
-  orders: fileName.optional(),
-  events: fileName.optional(),
-  segments: z.array(fileName).default([]),
-  campaigns: z.array(fileName).default([]),
-  flows: z.array(fileName).default([]),
-});
+/** The export files emk reads of each platform (the `--format` of the imports), by the manifest key naming them. */
+const EXPORTS: Record<NativePlatform, ReadonlyArray<'contacts' | 'products' | 'orders'>> = {
+  shopify: ['contacts', 'products', 'orders'],
+  woocommerce: ['products'],
+};
+
+/**
+ * `manifest.json` (fixtures/demo/README.md): the workspace's name and domain, then each file, all optional. With
+ * `platform`, the row files are the platform's exports and `deliveries` its webhook bodies.
+ */
+const manifestSchema = z
+  .strictObject({
+    name: z.string().trim().min(1, 'must not be empty'),
+    domain: z.string().trim().min(1, 'must not be empty'),
+    platform: z.strictObject({ name: z.enum(NATIVE_PLATFORMS, { error: `must be ${NATIVE_PLATFORMS.join(' or ')}` }), shop_domain: domainSchema }).optional(),
+    contacts: fileName.optional(),
+    products: fileName.optional(),
+    orders: fileName.optional(),
+    events: fileName.optional(),
+    deliveries: z.array(z.strictObject({ topic: z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters'), file: fileName })).default([]),
+    segments: z.array(fileName).default([]),
+    campaigns: z.array(fileName).default([]),
+    flows: z.array(fileName).default([]),
+  })
+  .superRefine((manifest, ctx) => {
+    const { platform } = manifest;
+    if (!platform && manifest.deliveries.length > 0) ctx.addIssue({ code: 'custom', path: ['deliveries'], message: 'is allowed only with a platform (the shop whose webhooks they are)' });
+    for (const kind of ['contacts', 'orders'] as const) {
+      if (platform && manifest[kind] !== undefined && !EXPORTS[platform.name].includes(kind)) {
+        ctx.addIssue({ code: 'custom', path: [kind], message: `must be left out with platform ${platform.name}: emk reads only its ${EXPORTS[platform.name].join(', ')} export` });
+      }
+    }
+  });
+
+/** A shop platform whose exports and webhooks the set holds: the seed connects the workspace to it. */
+export interface FixturePlatform {
+  name: NativePlatform;
+  shopDomain: string;
+}
+
+/** A webhook body of the set, replayed as a delivery of `topic`; `name` (the file as the manifest names it) is its retry key. */
+export interface FixtureDelivery {
+  topic: string;
+  name: string;
+  path: string;
+}
 
 export interface FixtureSet {
   name: string;
   domain: string;
-  /** Paths of the row files (CSV or JSON Lines), in loading order. */
+  platform?: FixturePlatform;
+  /** Paths of the row files (CSV or JSON Lines; with `platform`, its export files), in loading order. */
   contacts?: string;
   products?: string;
   orders?: string;
   events?: string;
+  deliveries: FixtureDelivery[];
   segments: NamedBody[];
   campaigns: NamedBody[];
   flows: NamedBody[];
@@ -71,12 +108,20 @@ export function loadFixtureSet(dir: string): FixtureSet {
   const documents = (names: string[]) => names.map((name) => checked(namedBodySchema, resolve(dir, name)) as NamedBody);
   const rowFiles = (['contacts', 'products', 'orders', 'events'] as const).flatMap((kind) => {
     const name = manifest[kind];
-    return name === undefined ? [] : [[kind, inputFile(resolve(dir, name))]];
+    const exported = manifest.platform && kind !== 'events' ? manifest.platform.name : null;
+    return name === undefined ? [] : [[kind, inputFile(resolve(dir, name), exported)]];
+  });
+  const deliveries = manifest.deliveries.map(({ topic, file }) => {
+    const path = resolve(dir, file);
+    if (!existsSync(path)) throw new FixtureError(`${manifestPath}: deliveries names ${file}, which does not exist`);
+    return { topic, name: file, path };
   });
   return {
     name: manifest.name,
     domain: manifest.domain,
+    ...(manifest.platform ? { platform: { name: manifest.platform.name, shopDomain: manifest.platform.shop_domain } } : {}),
     ...Object.fromEntries(rowFiles),
+    deliveries,
     segments: documents(manifest.segments),
     campaigns: documents(manifest.campaigns),
     flows: documents(manifest.flows),

@@ -1,12 +1,29 @@
 import { Command } from 'commander';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Services } from '../../../domain/create-services.js';
+import type { CreatedPlatformIntegration } from '../../../domain/integrations/integration-service.js';
+import type { PlatformIntegration, PlatformReply } from '../../../domain/platform-webhooks/platform-webhook-service.js';
 import { MAX_PER_PAGE, type Page, type Paging } from '../../../domain/shared/paging.js';
+import { shopifyCustomersExport } from '../../../domain/shopify/shopify-customers-export.js';
+import { shopifyOrdersExport } from '../../../domain/shopify/shopify-orders-export.js';
 import { runBatchFile } from '../../input/batch-file.js';
-import { formatOf, readRecords } from '../../input/record-reader.js';
+import { formatOf, readCsvRows, readRecords } from '../../input/record-reader.js';
+import type { ImportRow } from '../../input/run-chunked.js';
 import { CancelledError, runCommand, withGlobalOptions, type CommandContext, type GlobalOptions } from '../../run-command.js';
 import { describeInit, initResult } from '../init.js';
-import { fromCsv } from '../products/import.js';
-import { atOffset, daysOffset, DEFAULT_FIXTURES, FixtureError, loadFixtureSet, type FixtureSet, type NamedBody } from './fixture-set.js';
+import { fromCsv, productRows } from '../products/import.js';
+import {
+  atOffset,
+  daysOffset,
+  DEFAULT_FIXTURES,
+  FixtureError,
+  loadFixtureSet,
+  type FixtureDelivery,
+  type FixturePlatform,
+  type FixtureSet,
+  type NamedBody,
+} from './fixture-set.js';
 
 interface SeedOptions extends GlobalOptions {
   fixtures: string;
@@ -23,8 +40,19 @@ interface SeedCounts {
   segments: number;
 }
 
-/** init's shape for a workspace the seed created; with --workspace, its keys are not shown again (null). */
+/** The platform integration the seed created, with its generated secret: shown once, as init shows keys. */
+type CreatedShopIntegration = CreatedPlatformIntegration & { secret: string };
+
+/** A webhook body of the set and what the platform webhook answered it. */
+type DeliveryOutcome = { file: string } & PlatformReply;
+
+/**
+ * init's shape for a workspace the seed created; with --workspace, its keys are not shown again (null). A set
+ * with a platform adds the integration it created (null when the workspace had it already) and its deliveries.
+ */
 type SeedResult = (ReturnType<typeof initResult> | { workspace_id: string; site_id: string; api_key: null; integration: null }) & {
+  platform_integration: CreatedShopIntegration | null;
+  deliveries: DeliveryOutcome[];
   counts: SeedCounts;
 };
 
@@ -37,9 +65,10 @@ const FIRST_PAGE: Paging = { page: 1, perPage: 1 };
 async function loadRows(
   context: CommandContext,
   file: string,
+  rows: AsyncIterable<ImportRow>,
   handle: (records: Record<string, unknown>[]) => Promise<{ errors: Array<{ index: number; error: string }> }>,
 ): Promise<void> {
-  const { summary, interrupted } = await runBatchFile(context, { file, concurrency: '4', label: 'seeding' }, async (records) => ({
+  const { summary, interrupted } = await runBatchFile(context, { file, rows, concurrency: '4', label: 'seeding' }, async (records) => ({
     counts: {},
     errors: (await handle(records)).errors,
   }));
@@ -48,13 +77,26 @@ async function loadRows(
   if (first) throw new FixtureError(`${file} line ${first.line}: ${first.error} (${summary.errors.length} rows refused; the rest is loaded)`);
 }
 
+/** The manifest keys naming row files. */
+type RowFile = 'contacts' | 'products' | 'orders' | 'events';
+
+/**
+ * A row file's rows: CSV or JSON Lines in emk's shapes, or with a platform its export, read as the `--format`
+ * imports read it (the manifest allows only the exports emk reads).
+ */
+function rowsOf(kind: RowFile, file: string, platform: FixturePlatform | undefined): AsyncIterable<ImportRow> {
+  if (!platform || kind === 'events') return readRecords(file);
+  if (kind === 'products') return productRows(file, { platform: platform.name, domain: platform.shopDomain });
+  return kind === 'contacts' ? shopifyCustomersExport(readCsvRows(file)) : shopifyOrdersExport(readCsvRows(file));
+}
+
 /**
  * The instant `days_ago` counts back from: now on a first load; on a re-run, the one the first load used (read
  * back from the first order of the set), so every order and event lands where it did and nothing changes.
  */
-async function anchorOf(services: Services, workspaceId: string, ordersFile: string | undefined): Promise<number> {
-  if (ordersFile === undefined) return Date.now();
-  for await (const row of readRecords(ordersFile)) {
+async function anchorOf(services: Services, workspaceId: string, orders: AsyncIterable<ImportRow> | undefined): Promise<number> {
+  if (orders === undefined) return Date.now();
+  for await (const row of orders) {
     if (!('record' in row)) break;
     const { external_id: externalId, days_ago: daysAgo } = row.record;
     if (typeof externalId !== 'string' || daysAgo === undefined || !Number.isFinite(Number(daysAgo))) break;
@@ -64,14 +106,48 @@ async function anchorOf(services: Services, workspaceId: string, ordersFile: str
   return Date.now();
 }
 
-/** A campaign, flow or segment of that name, else null: the seed creates each one once. */
-async function findNamed<T extends { id: string; name: string }>(list: (paging: Paging) => Promise<Page<T>>, name: string): Promise<T | null> {
+/** The first record of a paged list that `matches`, else null. */
+async function findListed<T>(list: (paging: Paging) => Promise<Page<T>>, matches: (record: T) => boolean): Promise<T | null> {
   for (let page = 1; ; page++) {
     const { data, meta } = await list({ page, perPage: MAX_PER_PAGE });
-    const found = data.find((record) => record.name === name);
+    const found = data.find(matches);
     if (found) return found;
     if (page * MAX_PER_PAGE >= meta.total) return null;
   }
+}
+
+/** A campaign, flow or segment of that name, else null: the seed creates each one once. */
+const findNamed = <T extends { id: string; name: string }>(list: (paging: Paging) => Promise<Page<T>>, name: string) =>
+  findListed(list, (record) => record.name === name);
+
+/**
+ * The workspace's active integration with the set's shop, created on a first load with a generated secret (the
+ * secret is shown once: with it a real shop, or curl, can sign deliveries to its webhook URL).
+ */
+async function shopIntegrationOf(services: Services, workspaceId: string, platform: FixturePlatform) {
+  const found = await findListed(
+    (paging) => services.integrations.list(workspaceId, paging),
+    (i) => i.active && i.platform === platform.name && i.domain === platform.shopDomain,
+  );
+  const shop = { workspaceId, platform: platform.name, domain: platform.shopDomain };
+  if (found) return { integration: { ...shop, id: found.id }, created: null };
+  const secret = randomBytes(24).toString('base64url');
+  // A platform's body (`secret`) always makes a platform integration.
+  const added = (await services.integrations.add(workspaceId, { platform: platform.name, secret, shop_domain: platform.shopDomain })) as CreatedPlatformIntegration;
+  return { integration: { ...shop, id: added.id }, created: { ...added, secret } };
+}
+
+/**
+ * The set's webhook bodies, in order, through the platform webhook's own path (mapping, retry key, one
+ * transaction each). The file's name is the delivery id: a re-run's deliveries are duplicates and change nothing.
+ */
+async function deliver(services: Services, integration: PlatformIntegration, deliveries: FixtureDelivery[]): Promise<DeliveryOutcome[]> {
+  const outcomes: DeliveryOutcome[] = [];
+  for (const { topic, name, path } of deliveries) {
+    const reply = await services.platformWebhooks.applyTrusted(integration, { topic, body: readFileSync(path), deliveryId: `emk-seed:${name}`, shop: null });
+    outcomes.push({ file: name, ...reply });
+  }
+  return outcomes;
 }
 
 /**
@@ -84,31 +160,44 @@ async function shopOf(services: Services, workspaceId: string) {
   return { workspaceId, platform: integration.platform, domain: integration.domain };
 }
 
-/** Loads a fixture set into a workspace: rows upsert by email and external ids, documents by name. */
-async function loadFixtures(context: CommandContext, services: Services, workspaceId: string, set: FixtureSet): Promise<void> {
+/**
+ * Loads a fixture set into a workspace: rows upsert by email and external ids, webhook bodies are deliveries
+ * with retry keys, documents are found by name. Returns what the deliveries were answered.
+ */
+async function loadFixtures(
+  context: CommandContext,
+  services: Services,
+  workspaceId: string,
+  set: FixtureSet,
+  shop: PlatformIntegration | null,
+): Promise<DeliveryOutcome[]> {
+  const rows = (kind: RowFile, file: string) => rowsOf(kind, file, set.platform);
   if (set.contacts) {
-    await loadRows(context, set.contacts, (records) => services.contacts.importContacts(workspaceId, records));
+    await loadRows(context, set.contacts, rows('contacts', set.contacts), (records) => services.contacts.importContacts(workspaceId, records));
   }
   if (set.products) {
-    const csv = formatOf(set.products) === 'csv';
-    const shop = await shopOf(services, workspaceId);
-    await loadRows(context, set.products, async (records) => {
-      const outcomes = await services.products.upsertForIntegration(shop, csv ? records.map(fromCsv) : records);
+    // emk's own CSV lists categories as `a|b`; a platform's export is read into products already.
+    const csv = !shop && formatOf(set.products) === 'csv';
+    const catalog = shop ?? (await shopOf(services, workspaceId));
+    await loadRows(context, set.products, rows('products', set.products), async (records) => {
+      const outcomes = await services.products.upsertForIntegration(catalog, csv ? records.map(fromCsv) : records);
       return { errors: outcomes.flatMap((outcome, index) => ('error' in outcome ? [{ index, error: outcome.error }] : [])) };
     });
   }
-  const anchor = await anchorOf(services, workspaceId, set.orders);
+  const anchor = await anchorOf(services, workspaceId, set.orders === undefined ? undefined : rows('orders', set.orders));
   if (set.orders) {
-    await loadRows(context, set.orders, (records) =>
+    await loadRows(context, set.orders, rows('orders', set.orders), (records) =>
       services.orders.sync(workspaceId, { orders: records.map((r) => atOffset(r, 'ordered_at', anchor)) }),
     );
   }
   if (set.events) {
     // History: stored without firing flow triggers (`emk events import --backfill`).
-    await loadRows(context, set.events, (records) =>
+    await loadRows(context, set.events, rows('events', set.events), (records) =>
       services.events.recordBatch(workspaceId, { events: records.map((r) => atOffset(r, 'timestamp', anchor)) }, { fireTriggers: false }),
     );
   }
+  // The shop's live side after its history, as a shop connected after exporting would see it.
+  const deliveries = shop ? await deliver(services, shop, set.deliveries) : [];
   for (const body of set.segments) {
     if (!(await findNamed((paging) => services.segments.list(workspaceId, paging), body.name))) await services.segments.create(workspaceId, body);
   }
@@ -123,6 +212,7 @@ async function loadFixtures(context: CommandContext, services: Services, workspa
   for (const body of set.flows) {
     if (!(await findNamed((paging) => services.flows.list(workspaceId, paging), body.name))) await services.flows.create(workspaceId, body);
   }
+  return deliveries;
 }
 
 async function countsOf(services: Services, workspaceId: string): Promise<SeedCounts> {
@@ -136,6 +226,20 @@ async function countsOf(services: Services, workspaceId: string): Promise<SeedCo
     flows: await total(services.flows.list(workspaceId, FIRST_PAGE)),
     segments: await total(services.segments.list(workspaceId, FIRST_PAGE)),
   };
+}
+
+/** After the workspace: a platform set's integration (the secret once) and deliveries, then the totals. */
+function describeLoad(result: SeedResult): string[] {
+  const shop = result.platform_integration;
+  const counted = new Map<string, number>();
+  for (const { status } of result.deliveries) counted.set(status, (counted.get(status) ?? 0) + 1);
+  const statuses = [...counted].map(([status, n]) => `${n} ${status}`);
+  return [
+    ...(shop ? [`${shop.platform.padEnd(11)}${shop.webhook_url} (secret ${shop.secret}: shown once)`] : []),
+    ...(result.deliveries.length > 0 ? [`delivered  ${result.deliveries.length} webhook bodies: ${statuses.join(', ')}`] : []),
+    ...result.deliveries.flatMap((d) => (d.warnings ?? []).map((warning) => `  ${d.file}: ${warning}`)),
+    `loaded     ${Object.entries(result.counts).map(([kind, n]) => `${n} ${kind}`).join(', ')}`,
+  ];
 }
 
 /** `emk seed`: a fixture set (default fixtures/demo) into a new workspace, or into --workspace; re-running changes nothing. */
@@ -152,15 +256,17 @@ export function seedCommand(): Command {
         const services = await context.services();
         const created = options.workspace ? null : initResult(await services.workspaces.bootstrap({ name: set.name, domain: set.domain }));
         const workspace = created ? await services.workspaces.get(created.workspace_id) : await context.workspace();
-        await loadFixtures(context, services, workspace.id, set);
+        const shop = set.platform ? await shopIntegrationOf(services, workspace.id, set.platform) : null;
+        const deliveries = await loadFixtures(context, services, workspace.id, set, shop?.integration ?? null);
         const counts = await countsOf(services, workspace.id);
-        return { ...(created ?? { workspace_id: workspace.id, site_id: workspace.site_id, api_key: null, integration: null }), counts };
+        return {
+          ...(created ?? { workspace_id: workspace.id, site_id: workspace.site_id, api_key: null, integration: null }),
+          platform_integration: shop?.created ?? null,
+          deliveries,
+          counts,
+        };
       },
-      (result) =>
-        [
-          result.api_key === null ? `workspace  ${result.workspace_id}` : describeInit(result),
-          `loaded     ${Object.entries(result.counts).map(([kind, n]) => `${n} ${kind}`).join(', ')}`,
-        ].join('\n'),
+      (result) => [result.api_key === null ? `workspace  ${result.workspace_id}` : describeInit(result), ...describeLoad(result)].join('\n'),
     ),
   );
 }
