@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { EventRecord } from '../src/domain/events/event.schema.js';
-import { eventually, launchChromium, startShop, type ShopServer } from './helpers/browser.js';
+import { eventually, launchChromium, observeCollect, startShop, type SeenCollect, type ShopServer } from './helpers/browser.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 
 /**
@@ -15,14 +15,6 @@ import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 
 const SNIPPET = '<script>window.emk = window.emk || function(){(emk.q = emk.q || []).push(arguments)}</script>';
 const DAY_S = 86_400;
-
-interface Seen {
-  method: string;
-  path: string;
-  contentType: string | undefined;
-  body: Record<string, unknown>;
-  at: number;
-}
 
 let browser: Browser;
 beforeAll(async () => {
@@ -43,29 +35,12 @@ describeEachDatabase('Browser SDK (emk.js) in Chromium', (h) => {
   let page: Page;
   let warnings: string[];
   let pageErrors: string[];
-  const seen: Seen[] = [];
-  /** Statuses the next Collect POSTs are answered with, instead of reaching the route. */
-  const failNext: Array<{ status: number; retryAfter: number }> = [];
+  let seen: SeenCollect[] = [];
+  let failNext: ReturnType<typeof observeCollect>['failNext'] = [];
 
   beforeAll(async () => {
     const app = h().app;
-    app.addHook('onRequest', async (request, reply) => {
-      if (!request.url.startsWith('/collect/')) return;
-      if (request.method === 'OPTIONS') seen.push({ method: 'OPTIONS', path: request.url, contentType: undefined, body: {}, at: Date.now() });
-      const failure = request.method === 'POST' ? failNext.shift() : undefined;
-      if (failure) {
-        seen.push({ method: 'POST', path: request.url, contentType: request.headers['content-type'], body: { failed: failure.status }, at: Date.now() });
-        return reply
-          .code(failure.status)
-          .header('retry-after', String(failure.retryAfter))
-          .send({ error: failure.status === 429 ? 'rate limit exceeded' : 'server draining' });
-      }
-    });
-    app.addHook('preHandler', async (request) => {
-      if (request.method !== 'POST' || !request.url.startsWith('/collect/')) return;
-      const body = (request.body ?? {}) as Record<string, unknown>;
-      seen.push({ method: 'POST', path: request.url, contentType: request.headers['content-type'], body, at: Date.now() });
-    });
+    ({ seen, failNext } = observeCollect(app));
     await app.listen({ port: 0, host: '127.0.0.1' });
     emk = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     shop = await startShop('localhost');

@@ -4,7 +4,7 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { EventRecord } from '../src/domain/events/event.schema.js';
 import { SHOPIFY_PIXEL_PATH } from '../src/server/routes/sdk/shopify-pixel-routes.js';
-import { chromiumOnDemand, eventually, startShop, type ShopServer } from './helpers/browser.js';
+import { chromiumOnDemand, eventually, observeCollect, startShop, type SeenCollect, type ShopServer } from './helpers/browser.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 
 /**
@@ -43,13 +43,6 @@ const chromium = chromiumOnDemand();
 
 let counter = 0;
 const uniqueEmail = (tag: string) => `${tag}-${process.pid}-${++counter}@example.com`;
-
-interface Seen {
-  method: string;
-  path: string;
-  contentType: string | undefined;
-  body: Record<string, unknown>;
-}
 
 // ---------------------------------------------------------------- Shopify-shaped events (Web Pixels API)
 
@@ -90,25 +83,12 @@ describeEachDatabase(
     let page: Page;
     let warnings: string[];
     let pageErrors: string[];
-    const seen: Seen[] = [];
-    /** Statuses the next Collect POSTs are answered with, instead of reaching the route. */
-    const failNext: Array<{ status: number; retryAfter: number }> = [];
+    let seen: SeenCollect[] = [];
+    let failNext: ReturnType<typeof observeCollect>['failNext'] = [];
 
     beforeAll(async () => {
       const app = h().app;
-      app.addHook('onRequest', async (request, reply) => {
-        if (!request.url.startsWith('/collect/')) return;
-        if (request.method === 'OPTIONS') seen.push({ method: 'OPTIONS', path: request.url, contentType: undefined, body: {} });
-        const failure = request.method === 'POST' ? failNext.shift() : undefined;
-        if (failure) {
-          seen.push({ method: 'POST', path: request.url, contentType: undefined, body: { failed: failure.status } });
-          return reply.code(failure.status).header('retry-after', String(failure.retryAfter)).send({ error: 'server draining' });
-        }
-      });
-      app.addHook('preHandler', async (request) => {
-        if (request.method !== 'POST' || !request.url.startsWith('/collect/')) return;
-        seen.push({ method: 'POST', path: request.url, contentType: request.headers['content-type'], body: (request.body ?? {}) as Record<string, unknown> });
-      });
+      ({ seen, failNext } = observeCollect(app));
       await app.listen({ port: Number(new URL(emk).port), host: '127.0.0.1' });
       shop = await startShop('localhost');
     });

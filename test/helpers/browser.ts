@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll } from 'vitest';
 
@@ -77,4 +78,40 @@ export async function eventually<T>(read: () => Promise<T> | T, done: (value: T)
     if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms; last value: ${JSON.stringify(value)}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** A request the browser made to the Collect API, as the server saw it. */
+export interface SeenCollect {
+  method: string;
+  path: string;
+  contentType: string | undefined;
+  body: Record<string, unknown>;
+  at: number;
+}
+
+/**
+ * Watches the Collect API of a test app: every request a page makes to `/collect/*` lands in `seen` (a POST with
+ * its parsed body, a CORS preflight as OPTIONS), and a status pushed on `failNext` answers the next POST instead of
+ * the route (with `Retry-After`), so a test sees the script retry.
+ */
+export function observeCollect(app: FastifyInstance) {
+  const seen: SeenCollect[] = [];
+  const failNext: Array<{ status: number; retryAfter: number }> = [];
+  app.addHook('onRequest', async (request, reply) => {
+    if (!request.url.startsWith('/collect/')) return;
+    if (request.method === 'OPTIONS') seen.push({ method: 'OPTIONS', path: request.url, contentType: undefined, body: {}, at: Date.now() });
+    const failure = request.method === 'POST' ? failNext.shift() : undefined;
+    if (failure) {
+      seen.push({ method: 'POST', path: request.url, contentType: request.headers['content-type'], body: { failed: failure.status }, at: Date.now() });
+      return reply
+        .code(failure.status)
+        .header('retry-after', String(failure.retryAfter))
+        .send({ error: failure.status === 429 ? 'rate limit exceeded' : 'server draining' });
+    }
+  });
+  app.addHook('preHandler', async (request) => {
+    if (request.method !== 'POST' || !request.url.startsWith('/collect/')) return;
+    seen.push({ method: 'POST', path: request.url, contentType: request.headers['content-type'], body: (request.body ?? {}) as Record<string, unknown>, at: Date.now() });
+  });
+  return { seen, failNext };
 }
