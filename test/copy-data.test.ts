@@ -119,6 +119,14 @@ for (const targetDialect of DIALECTS) {
         expect(result.tables[table], table).toBeGreaterThan(0);
       }
 
+      if (targetDialect === 'postgres') {
+        // And back: PostgreSQL's reads (bigint and numeric as text, jsonb parsed) checksum as SQLite's do.
+        const back = await createTestDatabase('sqlite');
+        targets.push(back);
+        const returned = await copyData(target.url, back.url);
+        expect(returned).toEqual(result);
+      }
+
       const served = await serveTarget(target.url);
       try {
         const click = await served.app.inject({ method: 'GET', url: seeded.clickLink });
@@ -170,6 +178,19 @@ for (const targetDialect of DIALECTS) {
       const again = await copyData(source.database.url, target.url, { pageRows: 2 });
       expect(again.verified).toBe(true);
       expect(again.tables).toEqual(await rowCounts(source.database.url, Object.keys(again.tables)));
+    });
+
+    it.runIf(targetDialect === 'sqlite')('a table that does not read back as written fails verification, and nothing is kept', async () => {
+      const target = await newTarget();
+      const db = openDatabase(target.url);
+      try {
+        // Something past emk changes rows as they land: the copy must notice, not report success.
+        await db.knex.raw("CREATE TRIGGER garble AFTER INSERT ON contacts BEGIN UPDATE contacts SET source = 'garbled' WHERE id = NEW.id; END");
+      } finally {
+        await db.close();
+      }
+      await expect(copyData(source.database.url, target.url)).rejects.toThrow(/verification failed for table contacts: .* nothing was kept/);
+      expect(await rowCounts(target.url, ['workspaces', 'contacts', 'events'])).toEqual({ workspaces: 0, contacts: 0, events: 0 });
     });
 
     it('emk copy-data --json prints tables, rows and verified; a second run exits 1: target database is not empty', async () => {
