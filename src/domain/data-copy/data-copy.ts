@@ -1,5 +1,7 @@
 import { openDatabase, type Database, type Db } from '../db/database.js';
 import { insertRows } from '../db/bulk.js';
+import { bulkInsert } from '../db/bulk-insert.js';
+import type { Dialect } from '../db/dialect/dialect.js';
 import { migrateToLatest } from '../db/migrate.js';
 import type { CatalogTable } from '../db/dialect/schema-catalog.js';
 import { EmkError } from '../errors.js';
@@ -90,7 +92,7 @@ export async function copyDatabase(source: Database, target: Database, options: 
       for await (const page of keysetPages(source.knex, table, pageRows)) {
         const rows = page.map((stored) => plainRow(source.dialect, table.columns, stored));
         for (const row of rows) sum.add(row);
-        await insertRows(trx, target.dialect, table.name, rows.map((row) => storableRow(target.dialect, table.columns, row)));
+        await writePage(trx, target.dialect, table, rows);
         copiedAll += rows.length;
         options.onProgress?.({ table: table.name, copied: sum.rows, total: totals.get(table.name)!, copiedAll, totalAll });
       }
@@ -114,6 +116,21 @@ export async function copyDatabase(source: Database, target: Database, options: 
   // A freshly filled PostgreSQL table looks empty to the planner until analysed.
   await target.dialect.analyzeAfterBulkLoad(target.knex, tables.map((table) => table.name));
   return result;
+}
+
+/**
+ * One page into the target. Where the database reads a page from one JSON document (PostgreSQL's
+ * json_populate_recordset, bulkInsert: far cheaper to parse than a VALUES list of thousands of parameters, and a
+ * JSON null lands as SQL NULL), the JSON columns go as documents; elsewhere as a multi-row insert with the
+ * documents encoded as text and NULL kept NULL (bulkInsert would store the text `null`, which readers of a
+ * nullable column do not take for NULL).
+ */
+async function writePage(trx: Db, dialect: Dialect, table: CatalogTable, rows: PlainRow[]): Promise<void> {
+  if (dialect.jsonRecordset !== null) {
+    await bulkInsert(trx, dialect, table.name, rows, table.columns.filter((column) => column.kind === 'json').map((column) => column.name));
+  } else {
+    await insertRows(trx, dialect, table.name, rows.map((row) => storableRow(dialect, table.columns, row)));
+  }
 }
 
 /** The tables with every table after those its foreign keys reference (parents first). */
@@ -165,19 +182,27 @@ async function countRows(db: Db, table: string): Promise<number> {
 
 /**
  * The table's rows in pages by primary key: each page starts after the last key of the one before (an index
- * range scan, however deep into the table), never at an offset.
+ * range scan, however deep into the table), never at an offset. The next page is read while the caller writes
+ * this one.
  */
 async function* keysetPages(db: Db, table: CatalogTable, pageRows: number): AsyncGenerator<PlainRow[]> {
   const key = table.primaryKey;
-  let after: unknown[] | null = null;
-  for (;;) {
-    const query = db(table.name).select(table.columns.map((column) => column.name)).orderBy(key.map((column) => ({ column, order: 'asc' }))).limit(pageRows);
+  const columns = table.columns.map((column) => column.name);
+  const order = key.map((column) => ({ column, order: 'asc' as const }));
+  const read = (after: unknown[] | null): Promise<PlainRow[]> => {
+    const query = db(table.name).select(columns).orderBy(order).limit(pageRows);
     if (after) query.whereRaw(`(${key.map(() => '??').join(', ')}) > (${key.map(() => '?').join(', ')})`, [...key, ...after] as never[]);
-    const page = (await query) as PlainRow[];
-    if (page.length === 0) return;
-    yield page;
-    if (page.length < pageRows) return;
-    const last = page[page.length - 1]!;
-    after = key.map((column) => last[column]);
+    const page = query.then((rows) => rows as PlainRow[]);
+    // A caller that stops early never awaits the page read ahead: its failure must not go unhandled.
+    page.catch(() => {});
+    return page;
+  };
+  let next = read(null);
+  for (;;) {
+    const page = await next;
+    const last = page.length === pageRows ? page[page.length - 1]! : null;
+    if (last) next = read(key.map((column) => last[column]));
+    if (page.length > 0) yield page;
+    if (!last) return;
   }
 }
