@@ -38,8 +38,8 @@ export interface DataCopyProgress {
 export interface DataCopyOptions {
   /** Rows read from the source per keyset page (each page is one or a few multi-row inserts). */
   pageRows?: number;
-  /** Called after each page is written; a throw stops the copy and rolls it back. */
-  onProgress?(progress: DataCopyProgress): void;
+  /** Called (and awaited) after each page is written; a throw stops the copy and rolls it back. */
+  onProgress?(progress: DataCopyProgress): void | Promise<void>;
 }
 
 const DEFAULT_PAGE_ROWS = 2_000;
@@ -68,8 +68,10 @@ export async function copyData(fromUrl: string, toUrl: string, options: DataCopy
 
 /**
  * Migrates both databases, refuses a target holding any row, copies every table in an order its foreign keys
- * accept, advances the target's sequences, then verifies each table (row count and checksum) before committing.
- * Writers to the source should be stopped first: the copy is of what it reads, table by table.
+ * accept, advances the target's sequences, then verifies each table before committing: the target's copy and
+ * the source as it is now must both give the row count and checksum of the rows read. Writers to the source
+ * must be stopped first; a source that changed is refused. Each table then held what was copied from the start
+ * of the last table's copy to the first check: the copy is of one moment.
  */
 export async function copyDatabase(source: Database, target: Database, options: DataCopyOptions = {}): Promise<DataCopyResult> {
   const pageRows = options.pageRows ?? DEFAULT_PAGE_ROWS;
@@ -87,26 +89,31 @@ export async function copyDatabase(source: Database, target: Database, options: 
     const sourceSums = new Map<string, TableChecksum>();
     let copiedAll = 0;
     for (const table of tables) {
-      const sum = new TableChecksum();
+      const sum = new TableChecksum(columnNames(table));
       sourceSums.set(table.name, sum);
       for await (const page of keysetPages(source.knex, table, pageRows)) {
         const rows = page.map((stored) => plainRow(source.dialect, table.columns, stored));
         for (const row of rows) sum.add(row);
         await writePage(trx, target.dialect, table, rows);
         copiedAll += rows.length;
-        options.onProgress?.({ table: table.name, copied: sum.rows, total: totals.get(table.name)!, copiedAll, totalAll });
+        await options.onProgress?.({ table: table.name, copied: sum.rows, total: totals.get(table.name)!, copiedAll, totalAll });
       }
       await target.dialect.catalog.advanceSequences(trx, table.name);
     }
     const copied: Record<string, number> = {};
     for (const table of tables) {
       const expected = sourceSums.get(table.name)!;
-      const found = new TableChecksum();
-      for await (const page of keysetPages(trx, table, pageRows)) for (const stored of page) found.add(plainRow(target.dialect, table.columns, stored));
+      const [found, sourceNow] = await Promise.all([checksumOf(trx, target.dialect, table, pageRows), checksumOf(source.knex, source.dialect, table, pageRows)]);
       if (found.rows !== expected.rows || found.hex !== expected.hex) {
         throw new DataCopyError(
           `verification failed for table ${table.name}: the target holds ${found.rows} rows (checksum ${found.hex}), ` +
             `the source gave ${expected.rows} (checksum ${expected.hex}); nothing was kept`,
+        );
+      }
+      if (sourceNow.rows !== expected.rows || sourceNow.hex !== expected.hex) {
+        throw new DataCopyError(
+          `the source changed while it was copied (table ${table.name}): stop emk serve and every worker, then run ` +
+            'copy-data again; nothing was kept',
         );
       }
       copied[table.name] = found.rows;
@@ -131,6 +138,15 @@ async function writePage(trx: Db, dialect: Dialect, table: CatalogTable, rows: P
   } else {
     await insertRows(trx, dialect, table.name, rows.map((row) => storableRow(dialect, table.columns, row)));
   }
+}
+
+const columnNames = (table: CatalogTable) => table.columns.map((column) => column.name);
+
+/** A table's row count and checksum as read now. */
+async function checksumOf(db: Db, dialect: Dialect, table: CatalogTable, pageRows: number): Promise<TableChecksum> {
+  const sum = new TableChecksum(columnNames(table));
+  for await (const page of keysetPages(db, table, pageRows)) for (const stored of page) sum.add(plainRow(dialect, table.columns, stored));
+  return sum;
 }
 
 /** The tables with every table after those its foreign keys reference (parents first). */
