@@ -24,7 +24,7 @@ export function copyDataCommand(): Command {
       runCommand({ json: options.json }, async (context) => {
         const progress = startProgress(context.interactive, 'copying');
         const result = await copyData(options.from, options.to, {
-          onProgress: (p) => progress.update(`${p.table}: ${p.copied}/${p.total} rows (${p.copiedAll}/${p.totalAll} in all)`),
+          onProgress: (p) => progress.update(`${p.phase} ${p.table}: ${p.copied}/${p.total} rows (${p.copiedAll}/${p.totalAll} in all)`),
         });
         progress.done(`copied ${result.rows} rows`);
         return result;

@@ -26,8 +26,10 @@ export interface DataCopyResult {
 }
 
 export interface DataCopyProgress {
+  /** Copying pages, then verifying tables (reading back both sides: the copy's second half of the time). */
+  phase: 'copying' | 'verifying';
   table: string;
-  /** Rows of this table copied so far, and its rows at the start. */
+  /** Rows of this table copied (or verified) so far, and its rows at the start. */
   copied: number;
   total: number;
   /** The same over every table. */
@@ -96,11 +98,12 @@ export async function copyDatabase(source: Database, target: Database, options: 
         for (const row of rows) sum.add(row);
         await writePage(trx, target.dialect, table, rows);
         copiedAll += rows.length;
-        await options.onProgress?.({ table: table.name, copied: sum.rows, total: totals.get(table.name)!, copiedAll, totalAll });
+        await options.onProgress?.({ phase: 'copying', table: table.name, copied: sum.rows, total: totals.get(table.name)!, copiedAll, totalAll });
       }
       await target.dialect.catalog.advanceSequences(trx, table.name);
     }
     const copied: Record<string, number> = {};
+    let verifiedAll = 0;
     for (const table of tables) {
       const expected = sourceSums.get(table.name)!;
       const [found, sourceNow] = await Promise.all([checksumOf(trx, target.dialect, table, pageRows), checksumOf(source.knex, source.dialect, table, pageRows)]);
@@ -117,6 +120,8 @@ export async function copyDatabase(source: Database, target: Database, options: 
         );
       }
       copied[table.name] = found.rows;
+      verifiedAll += found.rows;
+      await options.onProgress?.({ phase: 'verifying', table: table.name, copied: found.rows, total: found.rows, copiedAll: verifiedAll, totalAll: copiedAll });
     }
     return { tables: copied, rows: copiedAll, verified: true as const };
   });
