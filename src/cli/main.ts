@@ -1,6 +1,8 @@
 import { Command, CommanderError } from 'commander';
 import { apiKeysCommand } from './commands/api-keys/index.js';
 import { attributionCommand } from './commands/attribution/index.js';
+import { backupCommand, restoreCommand } from './commands/backup.js';
+import { copyDataCommand } from './commands/copy-data.js';
 import { describeFailure } from './run-command.js';
 import { initCommand } from './commands/init.js';
 import { integrationsCommand } from './commands/integrations/index.js';
@@ -46,6 +48,9 @@ export function buildProgram(): Command {
     contactsCommand(),
     seedCommand(),
     statusCommand(),
+    copyDataCommand(),
+    backupCommand(),
+    restoreCommand(),
   ]) {
     program.addCommand(command);
   }

@@ -65,13 +65,18 @@ export const DEFAULT_DATABASE_URL = 'sqlite:./data/emk.db';
 
 /** `sqlite:<path>` or `postgres://user:pass@host:port/db` (README, configuration). */
 export function dialectFor(url: string): Dialect {
-  if (url.startsWith('sqlite:')) {
-    const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
-    if (!path) throw new UsageError('database url sqlite:<path> needs a path');
-    return sqliteDialect(path);
-  }
+  const path = sqlitePathOf(url);
+  if (path !== null) return sqliteDialect(path);
   if (/^postgres(ql)?:\/\//.test(url)) return postgresDialect(url);
   throw new UsageError(`unsupported database url "${url}": use sqlite:<path> or postgres://…`);
+}
+
+/** The file of a `sqlite:<path>` url (`sqlite:///abs` and `sqlite:/abs` alike); null for any other url. */
+export function sqlitePathOf(url: string): string | null {
+  if (!url.startsWith('sqlite:')) return null;
+  const path = url.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '');
+  if (!path) throw new UsageError('database url sqlite:<path> needs a path');
+  return path;
 }
 
 /** The dialect of an open connection (for migrations, which receive only a knex). */

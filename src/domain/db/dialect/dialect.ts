@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
-import type { WriteStats } from '../types.js';
+import type { Db, WriteStats } from '../types.js';
+import type { SchemaCatalog } from './schema-catalog.js';
 
 /**
  * What a driver error means for the caller, in the database's own codes (see driver-errors.ts for what each
@@ -133,6 +134,13 @@ export interface Dialect {
    * multi-row VALUES insert costs the same (SQLite).
    */
   readonly jsonRecordset: string | null;
+  /** Our tables, their columns, keys and references, and their sequences (whole-database copies: data-copy/). */
+  readonly catalog: SchemaCatalog;
+  /**
+   * Writes a consistent copy of the whole database into a new file while others keep writing (SQLite's
+   * `VACUUM INTO`); null where the database has tools of its own for that (PostgreSQL: pg_dump, base backups).
+   */
+  readonly backupInto: ((db: Db, file: string) => Promise<void>) | null;
 }
 
 /** Number columns read alike on both databases (pg returns numeric columns as strings). */

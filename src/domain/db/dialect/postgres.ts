@@ -5,6 +5,7 @@ import { HeldWrites, type RunScript } from '../deferred-writes.js';
 import type { WriteStats } from '../types.js';
 import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
 import { PlannedOnce } from './postgres-planned-once.js';
+import { postgresCatalog } from './postgres-catalog.js';
 
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -124,6 +125,8 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     maxBindings: 65_000,
     // No row cap of its own: the bind limit is the bound.
     maxRowsPerInsert: 65_000,
+    catalog: postgresCatalog,
+    backupInto: null,
     knexConfig(options = {}) {
       const pool: Knex.PoolConfig = { min: 0, max: options.poolMax ?? poolMax };
       if (options.asynchronousCommit) {

@@ -6,6 +6,7 @@ import { HeldWrites, type RunScript } from '../deferred-writes.js';
 import type { WriteStats } from '../types.js';
 import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault } from './dialect.js';
 import { READ_AHEAD_SETUP, ReadAhead } from './sqlite-read-ahead.js';
+import { sqliteCatalog } from './sqlite-catalog.js';
 
 /** The JSON path of a top-level key, quoted so dots and brackets in it are part of the name. */
 const jsonPath = (key: string) => `$."${key}"`;
@@ -271,6 +272,11 @@ export function sqliteDialect(filename: string): Dialect {
     maxBindings: 32_000,
     // Inserts are multi-row VALUES (tunedSqliteClient): only the bind limit applies.
     maxRowsPerInsert: 32_000,
+    catalog: sqliteCatalog,
+    // One read transaction: the copy is the database as of its start, whatever commits meanwhile.
+    backupInto: async (db, file) => {
+      await db.raw('VACUUM INTO ?', [file]);
+    },
     knexConfig(options = {}) {
       const statements = pragmas(options.lockTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
       if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
