@@ -142,7 +142,7 @@ export function openDatabase(url: string, options: DatabaseOptions = {}): Databa
 
 function openReplicaOf(readUrl: string, options: DatabaseOptions, connect: (config: Knex.Config) => Knex): ReadReplica {
   if (!/^postgres(ql)?:\/\//.test(readUrl)) throw new UsageError('the read replica url must be postgres://… (a PostgreSQL streaming replica)');
-  return openReadReplica(connect(postgresDialect(readUrl).knexConfig()), {
+  return openReadReplica(postgresDialect(readUrl).knexConfig(), connect, {
     maxLagSeconds: options.maxReadLagSeconds ?? DEFAULT_MAX_READ_LAG_SECONDS,
     checkIntervalMs: options.replicaCheckIntervalMs ?? DEFAULT_REPLICA_CHECK_INTERVAL_MS,
   });

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { UnavailableError } from '../errors.js';
 
 /**
  * A PostgreSQL streaming replica for reads that tolerate a little lag (docs/operations.md, Read replicas). Its
@@ -30,6 +31,13 @@ export const DEFAULT_MAX_READ_LAG_SECONDS = 10;
 export const DEFAULT_REPLICA_CHECK_INTERVAL_MS = 2_000;
 /** A replica that does not answer a check this fast counts as down (a host that drops packets never refuses). */
 const CHECK_TIMEOUT_MS = 2_000;
+/**
+ * How long a read waits for a replica connection before it fails (knex's default is a minute: a read sent just as
+ * the replica stopped would hang that long while the pool retries).
+ */
+const ACQUIRE_TIMEOUT_MS = 2_000;
+/** SQLSTATE of a standby's read cancelled because replay needed what it held (`max_standby_streaming_delay`). */
+const CONFLICT_WITH_RECOVERY = '40001';
 
 /*
  * Replay lag in seconds. A replica that has replayed all it received is not behind, however old its last replayed
@@ -48,14 +56,21 @@ function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** The server went away or refused us (SQLSTATE classes 08 and 57: shutdown, crash), not a fault of the query. */
+/**
+ * The server went away or never answered (SQLSTATE classes 08 and 57P: shutdown, crash; no connection in time),
+ * not a fault of the query.
+ */
 function isConnectionLoss(error: unknown): boolean {
-  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  const { code, message, name } = (error ?? {}) as { code?: unknown; message?: unknown; name?: unknown };
   if (typeof code === 'string' && /^(08|57P)|^ECONN|^EPIPE$/.test(code)) return true;
-  return typeof message === 'string' && /Connection terminated/i.test(message);
+  return name === 'KnexTimeoutError' || (typeof message === 'string' && /Connection terminated/i.test(message));
 }
 
-export function openReadReplica(knex: Knex, options: ReplicaHealthOptions): ReadReplica {
+/**
+ * Opens the replica's pool from its connection settings. A read that loses the replica under it marks it down (the
+ * next reads go to the primary) and fails as 503 with Retry-After, never 500: its retry reaches the primary.
+ */
+export function openReadReplica(config: Knex.Config, connect: (config: Knex.Config) => Knex, options: ReplicaHealthOptions): ReadReplica {
   let current: ReplicaStatus = { status: 'unknown', lag_seconds: null };
   let checkedAt = -Infinity;
   let checking: Promise<void> | null = null;
@@ -64,12 +79,32 @@ export function openReadReplica(knex: Knex, options: ReplicaHealthOptions): Read
     current = { status: 'down', lag_seconds: null };
     checkedAt = Date.now();
   };
-  // A replica that stops between checks (a connection refused, or one it closed under a query) sends the next
-  // reads to the primary at once.
+  const lost = (error: unknown) => {
+    // Replay cancelled the read (a conflict with recovery): the replica is fine, the retry may land there again.
+    if ((error as { code?: unknown } | null)?.code === CONFLICT_WITH_RECOVERY) return new UnavailableError('read replica busy, try again', 1);
+    if (!isConnectionLoss(error)) return error;
+    markDown();
+    return new UnavailableError('read replica unavailable, try again', 1);
+  };
+  class ReplicaClient extends (config.client as typeof Knex.Client) {
+    override async acquireConnection() {
+      try {
+        return await super.acquireConnection();
+      } catch (error) {
+        throw lost(error);
+      }
+    }
+    override async query(connection: unknown, queryParam: unknown) {
+      try {
+        return await super.query(connection, queryParam);
+      } catch (error) {
+        throw lost(error);
+      }
+    }
+  }
+  const knex = connect({ ...config, client: ReplicaClient, acquireConnectionTimeout: ACQUIRE_TIMEOUT_MS });
+  // A connection the replica refuses between checks (it stopped) sends the next reads to the primary at once.
   (knex.client.pool as { on?(event: string, listener: () => void): void } | undefined)?.on?.('createFail', markDown);
-  knex.on('query-error', (error: unknown) => {
-    if (isConnectionLoss(error)) markDown();
-  });
 
   const check = async () => {
     try {
