@@ -172,6 +172,7 @@ describeEachDatabase('feed filters in SQL', (h) => {
     };
     const service = createFeedService({
       knex,
+      reader: () => knex,
       writeTransaction: h().services.db.writeTransaction,
       dialect,
       products: h().services.products,

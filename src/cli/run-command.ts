@@ -102,7 +102,7 @@ export async function runCommand<T>(
       interactive,
       async services() {
         if (!services) {
-          const db = openDatabase(config.databaseUrl);
+          const db = openDatabase(config.databaseUrl, { readUrl: config.databaseReadUrl, maxReadLagSeconds: config.maxReadLagSeconds });
           services = createServices(db, {
             email: emailOptionsOf(config),
             onFactSetAside: (fact, error) =>

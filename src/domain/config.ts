@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { DEFAULT_DATABASE_URL } from './db/database.js';
+import { DEFAULT_MAX_READ_LAG_SECONDS } from './db/read-replica.js';
 import { UsageError } from './errors.js';
 import { checkValue, emailSchema } from './shared/validate.js';
 
@@ -13,6 +14,12 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 /** Every setting from the environment, with the spec's defaults. */
 const envSchema = z.object({
   EMK_DATABASE_URL: z.string().min(1).default(DEFAULT_DATABASE_URL),
+  // A PostgreSQL streaming replica for reads that tolerate a little lag (docs/operations.md, Read replicas).
+  EMK_DATABASE_READ_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/./, 'must be postgres://… (a PostgreSQL streaming replica)')
+    .optional(),
+  EMK_READ_MAX_LAG_SECONDS: z.coerce.number().min(0).max(3_600, 'must be at most 3600').default(DEFAULT_MAX_READ_LAG_SECONDS),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
   EMK_BASE_URL: z.string().url().optional(),
@@ -104,6 +111,10 @@ export interface RateLimitConfig {
 
 export interface EmkConfig {
   databaseUrl: string;
+  /** EMK_DATABASE_READ_URL: the read replica; undefined: every read goes to the primary. */
+  databaseReadUrl: string | undefined;
+  /** EMK_READ_MAX_LAG_SECONDS: a replica whose replay lags further is skipped. */
+  maxReadLagSeconds: number;
   port: number;
   host: string;
   baseUrl: string;
@@ -140,6 +151,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
   const port = overrides.port ?? e.PORT;
   return {
     databaseUrl: overrides.db ?? e.EMK_DATABASE_URL,
+    databaseReadUrl: e.EMK_DATABASE_READ_URL || undefined,
+    maxReadLagSeconds: e.EMK_READ_MAX_LAG_SECONDS,
     port,
     host: overrides.host ?? e.HOST,
     baseUrl: (e.EMK_BASE_URL ?? `http://localhost:${port}`).replace(/\/+$/, ''),

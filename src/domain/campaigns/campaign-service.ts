@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
-import type { Database, Db } from '../db/database.js';
+import type { Database, Db, Reader } from '../db/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import type { Job, JobHandlers, JobQueue } from '../jobs/job-queue.js';
 import type { MessageService } from '../messages/message-service.js';
@@ -34,6 +34,7 @@ export const CAMPAIGN_JOBS = { start: 'campaign.start', batch: 'campaign.batch' 
  */
 export function createCampaignService(deps: {
   knex: Knex;
+  reader: Reader;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
   messages: MessageService;
@@ -44,7 +45,7 @@ export function createCampaignService(deps: {
   segmentExists: (db: Db, workspaceId: string, segmentId: string) => Promise<boolean>;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, messages, templates, jobs, contactLookup, segmentExists } = deps;
+  const { knex, reader, writeTransaction, messages, templates, jobs, contactLookup, segmentExists } = deps;
   const store = createCampaignStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
@@ -149,7 +150,7 @@ export function createCampaignService(deps: {
     },
 
     async list(workspaceId: string, paging: Paging): Promise<Page<Campaign>> {
-      const { rows, total } = await store.list(knex, workspaceId, paging);
+      const { rows, total } = await store.list(reader(), workspaceId, paging);
       return toPage(rows.map(store.toRecord), total, paging);
     },
 

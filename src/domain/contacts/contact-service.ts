@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
-import type { Database } from '../db/database.js';
+import type { Database, Reader } from '../db/database.js';
 import type { WriteBatcher, BatchHandler } from '../db/write-batcher.js';
 import { LimitReachedError, NotFoundError } from '../errors.js';
 import type { EventRecords } from '../events/event-records.js';
@@ -119,6 +119,7 @@ export function mergeProperties(
 /** Identity: contacts are one per email per workspace; consent changes only through `update`. */
 export function createContactService(deps: {
   knex: Knex;
+  reader: Reader;
   writer: WriteBatcher;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
@@ -132,7 +133,7 @@ export function createContactService(deps: {
   /** New contacts are reported as they are written (planner statistics on PostgreSQL). */
   tableGrowth: TableGrowth;
 }) {
-  const { knex, writer, writeTransaction, eventRecords, suppressions, outbox, settings, tableGrowth } = deps;
+  const { knex, reader, writer, writeTransaction, eventRecords, suppressions, outbox, settings, tableGrowth } = deps;
   const contactStore = createContactStore(deps.dialect);
 
   /**
@@ -449,8 +450,9 @@ export function createContactService(deps: {
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Contact>> {
       const filter = parseInput(contactListQuerySchema, query);
-      const { rows, total } = await contactStore.list(knex, workspaceId, filter, paging);
-      return toPage(await contactStore.toContacts(knex, rows), total, paging);
+      const db = reader();
+      const { rows, total } = await contactStore.list(db, workspaceId, filter, paging);
+      return toPage(await contactStore.toContacts(db, rows), total, paging);
     },
   };
 }

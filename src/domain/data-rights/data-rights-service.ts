@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
 import { contactKey } from '../contacts/contact-lookup.js';
 import type { Contact } from '../contacts/contact.schema.js';
-import type { Database } from '../db/database.js';
+import type { Database, Reader } from '../db/database.js';
 import { NotFoundError } from '../errors.js';
 import type { EventService } from '../events/event-service.js';
 import type { MessageService } from '../messages/message-service.js';
@@ -55,6 +55,7 @@ async function* pagesOf<T>(list: (paging: Paging) => Promise<Page<T>>, perPage: 
  */
 export function createDataRightsService(deps: {
   knex: Knex;
+  reader: Reader;
   dialect: Dialect;
   writeTransaction: Database['writeTransaction'];
   /** The erasure deletes the contact's trigger facts too. */
@@ -64,7 +65,7 @@ export function createDataRightsService(deps: {
   lists: { events: Pick<EventService, 'list'>; orders: Pick<OrderService, 'list'>; messages: Pick<MessageService, 'list'> };
   activity: Pick<ProductActivity, 'forgetViewsOf'>;
 }) {
-  const { knex, writeTransaction, contactLookup, lists, activity } = deps;
+  const { knex, reader, writeTransaction, contactLookup, lists, activity } = deps;
   const store = createDataRightsStore(deps.dialect, deps.outbox);
 
   /**
@@ -85,12 +86,14 @@ export function createDataRightsService(deps: {
    * Everything kept about the contact as JSON text, written as it is read: `{"contact","events","orders",
    * "messages","consent"}`, the three long lists page by page (docs/api/data-rights.md#export). The contact is
    * looked up first, so an unknown id is a NotFoundError before any text; a failure after the first piece
-   * ends the text short (an HTTP reply is then cut, never completed as valid JSON).
+   * ends the text short (an HTTP reply is then cut, never completed as valid JSON). Read through the reader
+   * (the replica when healthy), as the lists are.
    */
   async function exportJson(workspaceId: string, id: string, options: ExportOptions = {}): Promise<AsyncIterable<string>> {
-    const row = await contactLookup.findById(knex, workspaceId, id);
+    const db = reader();
+    const row = await contactLookup.findById(db, workspaceId, id);
     if (!row) throw new NotFoundError();
-    const contact = (await contactLookup.toContacts(knex, [row]))[0]!;
+    const contact = (await contactLookup.toContacts(db, [row]))[0]!;
     const perPage = options.pageSize ?? EXPORT_PAGE;
     const filter = { contact_id: id };
     return (async function* () {
@@ -100,7 +103,7 @@ export function createDataRightsService(deps: {
         yield* pagesOf<unknown>((paging) => lists[name].list(workspaceId, filter, paging), perPage, (page, rows) => options.onPage?.(name, page, rows));
         yield ']';
       }
-      yield `,"consent":${JSON.stringify(await contactLookup.statusChanges(knex, id))}}`;
+      yield `,"consent":${JSON.stringify(await contactLookup.statusChanges(db, id))}}`;
     })();
   }
 

@@ -4,10 +4,17 @@ import type { Dialect } from './dialect/dialect.js';
 import { postgresDialect } from './dialect/postgres.js';
 import { sqliteDialect } from './dialect/sqlite.js';
 import { DEFAULT_RETRY, runTranslated, type RetryPolicy } from './driver-errors.js';
+import {
+  DEFAULT_MAX_READ_LAG_SECONDS,
+  DEFAULT_REPLICA_CHECK_INTERVAL_MS,
+  openReadReplica,
+  type ReadReplica,
+  type ReplicaStatus,
+} from './read-replica.js';
 import type { WriteStats } from './types.js';
 
 // Declared below the dialects, which need it too; stores and services import it from here.
-export type { Db } from './types.js';
+export type { Db, Reader } from './types.js';
 
 export interface Database {
   knex: Knex;
@@ -25,14 +32,24 @@ export interface Database {
    * errors come out as domain errors: ConflictError, ValidationError, UnavailableError.
    */
   writeTransaction<T>(work: (trx: Knex.Transaction) => Promise<T>): Promise<T>;
+  /**
+   * Where reads that tolerate a little lag go (rankings, segment members, reports, exports, GET lists): the read
+   * replica's pool while it is up and close enough, else the primary's. Never inside a write transaction.
+   */
+  reader(): Knex;
+  /** The read replica's state (checked when the cached one is stale); null when none is configured. */
+  readReplicaStatus(): Promise<ReplicaStatus | null>;
   /** What each open pool's connections are doing now (the server's metrics read it at every scrape). */
   poolUse(): PoolUse[];
   close(): Promise<void>;
 }
 
-/** A connection pool at one moment: `main` (every statement) and, once opened, `relaxed` (rate-limit counters). */
+/**
+ * A connection pool at one moment: `main` (every statement), once opened `relaxed` (rate-limit counters), and
+ * `replica` when a read replica is configured.
+ */
 export interface PoolUse {
-  pool: 'main' | 'relaxed';
+  pool: 'main' | 'relaxed' | 'replica';
   /** Connections lent out, idle in the pool, and requests waiting for one; `max` is the pool's size. */
   used: number;
   free: number;
@@ -59,6 +76,12 @@ export interface DatabaseOptions {
   /** How long a statement waits for another connection's lock (see ConnectionOptions in dialect/dialect.ts). */
   lockTimeoutMs?: number;
   retry?: Partial<RetryPolicy>;
+  /** EMK_DATABASE_READ_URL: a PostgreSQL streaming replica of the primary, for lag-tolerant reads. */
+  readUrl?: string | undefined;
+  /** EMK_READ_MAX_LAG_SECONDS: a replica further behind is skipped (default 10). */
+  maxReadLagSeconds?: number;
+  /** How long a replica check's answer is trusted (default 2 s). */
+  replicaCheckIntervalMs?: number;
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/emk.db';
@@ -93,22 +116,39 @@ const SILENT_LOG = { warn() {}, error() {}, deprecate() {}, debug() {} };
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
   const dialect = dialectFor(url);
+  if (options.readUrl !== undefined && dialect.name !== 'postgres') throw new UsageError('a read replica needs a PostgreSQL primary');
   const { lockTimeoutMs } = options;
   const retry = { ...DEFAULT_RETRY, ...options.retry };
   const writeStats: WriteStats = { driverCalls: 0, statements: 0 };
   const connect = (config: Knex.Config) => knexFactory({ ...config, log: SILENT_LOG });
   const knex = connect(dialect.knexConfig({ lockTimeoutMs, writeStats }));
   let relaxed: Knex | null = null;
+  const replica = options.readUrl === undefined ? null : openReplicaOf(options.readUrl, options, connect);
   return {
     knex,
     dialect,
     writeStats,
     relaxedKnex: () => (relaxed ??= connect(dialect.knexConfig({ asynchronousCommit: true, poolMax: 2, lockTimeoutMs, writeStats }))),
     writeTransaction: (work) => runTranslated(dialect, retry, () => knex.transaction(work)),
-    poolUse: () => [poolUseOf('main', knex), ...(relaxed ? [poolUseOf('relaxed', relaxed)] : [])],
+    reader: () => replica?.ifHealthy() ?? knex,
+    readReplicaStatus: async () => (replica ? replica.status() : null),
+    poolUse: () => [
+      poolUseOf('main', knex),
+      ...(relaxed ? [poolUseOf('relaxed', relaxed)] : []),
+      ...(replica ? [poolUseOf('replica', replica.knex)] : []),
+    ],
     async close() {
+      await replica?.close();
       await relaxed?.destroy();
       await knex.destroy();
     },
   };
+}
+
+function openReplicaOf(readUrl: string, options: DatabaseOptions, connect: (config: Knex.Config) => Knex): ReadReplica {
+  if (!/^postgres(ql)?:\/\//.test(readUrl)) throw new UsageError('the read replica url must be postgres://… (a PostgreSQL streaming replica)');
+  return openReadReplica(postgresDialect(readUrl).knexConfig(), connect, {
+    maxLagSeconds: options.maxReadLagSeconds ?? DEFAULT_MAX_READ_LAG_SECONDS,
+    checkIntervalMs: options.replicaCheckIntervalMs ?? DEFAULT_REPLICA_CHECK_INTERVAL_MS,
+  });
 }

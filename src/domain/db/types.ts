@@ -13,3 +13,9 @@ export interface WriteStats {
   driverCalls: number;
   statements: number;
 }
+
+/**
+ * Where a read that tolerates a little lag goes (Database.reader): the read replica's pool while it is healthy,
+ * else the primary's. Never for a read inside a write.
+ */
+export type Reader = () => Knex;

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Reader } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { EnsureContacts } from '../contacts/contact-service.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
@@ -32,6 +33,7 @@ const COLLECT_SOURCE = 'collect';
 
 export function createEventService(deps: {
   knex: Knex;
+  reader: Reader;
   writer: WriteBatcher;
   dialect: Dialect;
   contactLookup: ContactLookup;
@@ -47,7 +49,7 @@ export function createEventService(deps: {
   /** Owners seen before, used without a lookup (checked inside the transaction). */
   knownContacts: KnownContacts;
 }) {
-  const { knex, writer, contactLookup, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth, knownContacts } = deps;
+  const { knex, reader, writer, contactLookup, ensureContacts, outbox, applyShippingEvents, activity, identityTokens, tableGrowth, knownContacts } = deps;
   const eventStore = createEventStore(deps.dialect);
 
   /** `workspace\0contact_id` of every contact-id owner that exists in its workspace (remembered ones unread). */
@@ -241,7 +243,7 @@ export function createEventService(deps: {
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<EventRecord>> {
       const filter = parseInput(eventListQuerySchema, query);
-      const { rows, total } = await eventStore.list(knex, workspaceId, filter, paging);
+      const { rows, total } = await eventStore.list(reader(), workspaceId, filter, paging);
       return toPage(rows, total, paging);
     },
   };

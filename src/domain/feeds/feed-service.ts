@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
-import type { Database } from '../db/database.js';
+import type { Database, Reader } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Product } from '../products/product.schema.js';
 import type { ProductService } from '../products/product-service.js';
@@ -45,12 +45,13 @@ export const catalogOrder = (feed: FeedSettings): FeedOrder => (feed.recommendat
 
 export function createFeedService(deps: {
   knex: Knex;
+  reader: Reader;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
   products: Pick<ProductService, 'recordsByIds'>;
   ranker?: FeedRanker;
 }) {
-  const { knex, writeTransaction, products, ranker } = deps;
+  const { knex, reader, writeTransaction, products, ranker } = deps;
   const feeds = createFeedStore(deps.dialect);
 
   /** Management records of these products, in the order given. */
@@ -79,10 +80,13 @@ export function createFeedService(deps: {
     return row;
   }
 
-  /** The feed with its product count and, with `preview`, its first products in plain order. */
-  async function reply(workspaceId: string, row: FeedRow, preview?: number): Promise<FeedReply> {
-    const result: FeedReply = { feed: toFeed(row), product_count: await countMatching(workspaceId, row) };
-    if (preview !== undefined) result.products = await matchingProducts(workspaceId, row, { limit: preview, order: plainOrder(row) });
+  /**
+   * The feed with its product count and, with `preview`, its first products in plain order; `db` is the reader
+   * for a plain read, the primary after a write (the reply shows the write).
+   */
+  async function reply(workspaceId: string, row: FeedRow, db: Db, preview?: number): Promise<FeedReply> {
+    const result: FeedReply = { feed: toFeed(row), product_count: await countMatching(workspaceId, row, db) };
+    if (preview !== undefined) result.products = await matchingProducts(workspaceId, row, { limit: preview, order: plainOrder(row) }, db);
     return result;
   }
 
@@ -106,23 +110,24 @@ export function createFeedService(deps: {
    * the plain order, not `random`): what a send may read once for all its messages.
    */
   async function rankedFor(workspaceId: string, id: string, options: { contactId?: string | undefined; limit?: number | undefined }) {
-    const row = await load(workspaceId, id);
+    const db = reader();
+    const row = await load(workspaceId, id, db);
     const count = options.limit ?? row.max_items;
     const type = row.recommendation_type;
     const sameForEveryone = type !== 'random' && !isPerRecipient(type);
     if (ranker && type !== '' && type !== 'newest' && type !== 'random') {
       const ranked = await ranker({
-        db: knex,
+        db,
         workspaceId,
         type,
         contactId: options.contactId,
         limit: count,
-        filtered: () => feeds.filtered(knex, workspaceId, row),
+        filtered: () => feeds.filtered(db, workspaceId, row),
         categories: row.categories,
       });
-      if (ranked !== null) return { data: await toProducts(knex, workspaceId, ranked.slice(0, count)), sameForEveryone };
+      if (ranked !== null) return { data: await toProducts(db, workspaceId, ranked.slice(0, count)), sameForEveryone };
     }
-    return { data: await matchingProducts(workspaceId, row, { limit: count }), sameForEveryone };
+    return { data: await matchingProducts(workspaceId, row, { limit: count }, db), sameForEveryone };
   }
 
   return {
@@ -136,21 +141,23 @@ export function createFeedService(deps: {
       const now = Date.now();
       const row: FeedRow = { id: uuidv7(now), workspace_id: workspaceId, name, ...settings, created_at: now, updated_at: now };
       await writeTransaction((trx) => feeds.insert(trx, row));
-      return reply(workspaceId, row);
+      return reply(workspaceId, row, knex);
     },
 
     /** GET /api/v1/product-feeds: each feed with its product count. */
     async list(workspaceId: string, paging: Paging): Promise<Page<FeedReply>> {
-      const { rows, total } = await feeds.list(knex, workspaceId, paging);
+      const db = reader();
+      const { rows, total } = await feeds.list(db, workspaceId, paging);
       const data: FeedReply[] = [];
-      for (const row of rows) data.push(await reply(workspaceId, row));
+      for (const row of rows) data.push(await reply(workspaceId, row, db));
       return toPage(data, total, paging);
     },
 
     /** GET /api/v1/product-feeds/{id}; `preview=N` adds the first N products in plain order. */
     async get(workspaceId: string, id: string, query: unknown = {}): Promise<FeedReply> {
       const { preview } = parseInput(feedGetQuerySchema, query);
-      return reply(workspaceId, await load(workspaceId, id), preview);
+      const db = reader();
+      return reply(workspaceId, await load(workspaceId, id, db), db, preview);
     },
 
     /** PUT /api/v1/product-feeds/{id}: only the fields sent change; a refused write changes nothing. */
@@ -168,7 +175,7 @@ export function createFeedService(deps: {
         await feeds.update(trx, next);
         return next;
       });
-      return reply(workspaceId, row);
+      return reply(workspaceId, row, knex);
     },
 
     /** DELETE /api/v1/product-feeds/{id} */
@@ -196,16 +203,17 @@ export function createFeedService(deps: {
      */
     async rankType(workspaceId: string, type: RankedType, options: { contactId: string | null; limit: number }): Promise<Product[]> {
       if (!ranker) return [];
+      const db = reader();
       const ranked = await ranker({
-        db: knex,
+        db,
         workspaceId,
         type,
         contactId: options.contactId ?? undefined,
         limit: options.limit,
-        filtered: () => feeds.filtered(knex, workspaceId, DEFAULT_SETTINGS),
+        filtered: () => feeds.filtered(db, workspaceId, DEFAULT_SETTINGS),
         categories: [],
       });
-      return toProducts(knex, workspaceId, (ranked ?? []).slice(0, options.limit));
+      return toProducts(db, workspaceId, (ranked ?? []).slice(0, options.limit));
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
-import type { Database, Db } from '../db/database.js';
+import type { Database, Db, Reader } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { MessageService } from '../messages/message-service.js';
 import { uuidv7 } from '../shared/ids.js';
@@ -32,6 +32,7 @@ import type { SenderService } from '../senders/sender-service.js';
  */
 export function createFlowService(deps: {
   knex: Knex;
+  reader: Reader;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
   engine: FlowEngine;
@@ -44,7 +45,7 @@ export function createFlowService(deps: {
   messages: Pick<MessageService, 'report'>;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, engine, templates, segments, outbox, messages } = deps;
+  const { knex, reader, writeTransaction, engine, templates, segments, outbox, messages } = deps;
   const store = createFlowStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
@@ -105,7 +106,7 @@ export function createFlowService(deps: {
     },
 
     async list(workspaceId: string, paging: Paging): Promise<Page<Flow>> {
-      const { rows, total } = await store.list(knex, workspaceId, paging);
+      const { rows, total } = await store.list(reader(), workspaceId, paging);
       return toPage(rows.map(store.toRecord), total, paging);
     },
 

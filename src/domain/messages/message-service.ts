@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { emailKey } from '../shared/keys.js';
-import type { Database } from '../db/database.js';
+import type { Database, Reader } from '../db/database.js';
 import { createDomainPacer, createPacedQueue, isTemporaryRefusal, recipientDomain, type DomainPacer } from '../delivery/domain-pacing.js';
 import { TemporaryDeliveryError, textFromHtml, type DkimKey, type OutgoingMail, type Transport } from '../delivery/mail.js';
 import type { ContactRow } from '../contacts/contact-lookup.js';
@@ -89,6 +89,7 @@ export function contactVariables(contact: PendingMessage['contact']): TemplateVa
  */
 export function createMessageService(deps: {
   knex: Knex;
+  reader: Reader;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
   templates: Templates;
@@ -117,7 +118,7 @@ export function createMessageService(deps: {
   pacer?: DomainPacer;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, templates, transport, tracking, suppressions, settings, workspaces } = deps;
+  const { knex, reader, writeTransaction, templates, transport, tracking, suppressions, settings, workspaces } = deps;
   const store = createMessageStore(deps.dialect);
   const report = createSendReports({
     ...deps.reporting,
@@ -345,7 +346,7 @@ export function createMessageService(deps: {
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<MessageRecord>> {
       const filter = parseInput(messageListQuerySchema, query);
-      const { rows, total } = await store.list(knex, workspaceId, filter, paging);
+      const { rows, total } = await store.list(reader(), workspaceId, filter, paging);
       return toPage(rows.map(withText), total, paging);
     },
 

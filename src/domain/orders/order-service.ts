@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Reader } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { EnsureContacts } from '../contacts/contact-service.js';
 import { contactKey, type ContactLookup } from '../contacts/contact-lookup.js';
@@ -34,6 +35,7 @@ export interface SyncResult {
 /** The order verbs of the management API and historical sync; the upsert engine lives in order-upsert.ts. */
 export function createOrderService(deps: {
   knex: Knex;
+  reader: Reader;
   writer: WriteBatcher;
   writeTransaction: <T>(work: (trx: Knex.Transaction) => Promise<T>) => Promise<T>;
   dialect: Dialect;
@@ -45,7 +47,7 @@ export function createOrderService(deps: {
   /** A plain insert reports its order (planner statistics on PostgreSQL; the upsert reports its own). */
   tableGrowth: TableGrowth;
 }) {
-  const { knex, writer, writeTransaction, contactLookup, ensureContacts, upsert, outbox, activity, tableGrowth } = deps;
+  const { knex, reader, writer, writeTransaction, contactLookup, ensureContacts, upsert, outbox, activity, tableGrowth } = deps;
   const orderStore = createOrderStore(deps.dialect);
 
   /** Writes valid sync rows in the caller's transaction; counts and row errors go into `result`. */
@@ -185,8 +187,9 @@ export function createOrderService(deps: {
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Order>> {
       const filter = parseInput(orderListQuerySchema, query);
-      const { rows, total } = await orderStore.list(knex, workspaceId, filter, paging);
-      return toPage(await orderStore.toOrders(knex, rows), total, paging);
+      const db = reader();
+      const { rows, total } = await orderStore.list(db, workspaceId, filter, paging);
+      return toPage(await orderStore.toOrders(db, rows), total, paging);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Knex } from 'knex';
-import type { Database, Db } from '../db/database.js';
+import type { Database, Db, Reader } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { randomToken, uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
@@ -117,6 +117,7 @@ function variantRows(productId: string, variants: Variant[], now: number): Varia
 /** The catalog: one product per (workspace, platform, external_id), written whole by each sync. */
 export function createProductService(deps: {
   knex: Knex;
+  reader: Reader;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
   /**
@@ -125,7 +126,7 @@ export function createProductService(deps: {
    */
   categoriesChanged: (trx: Knex.Transaction, workspaceId: string, externalIds: string[] | null) => Promise<void>;
 }) {
-  const { knex, writeTransaction, categoriesChanged } = deps;
+  const { knex, reader, writeTransaction, categoriesChanged } = deps;
   const products = createProductStore(deps.dialect);
 
   /**
@@ -333,8 +334,9 @@ export function createProductService(deps: {
 
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<Product>> {
       const filter = parseInput(productListQuerySchema, query);
-      const { rows, total } = await products.list(knex, workspaceId, filter, paging);
-      return toPage(await products.toProducts(knex, rows), total, paging);
+      const db = reader();
+      const { rows, total } = await products.list(db, workspaceId, filter, paging);
+      return toPage(await products.toProducts(db, rows), total, paging);
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { Knex } from 'knex';
+import type { Reader } from '../db/database.js';
 import type { CampaignService } from '../campaigns/campaign-service.js';
 import type { FlowService } from '../flows/flow-service.js';
 import type { MessageService } from '../messages/message-service.js';
@@ -25,22 +25,23 @@ import {
  * their nouns.
  */
 export function createReportService(deps: {
-  knex: Knex;
+  reader: Reader;
   orders: Pick<OrderLookup, 'revenueByAttribution'>;
   campaigns: Pick<CampaignService, 'names'>;
   flows: Pick<FlowService, 'names'>;
   messages: Pick<MessageService, 'deliverability'>;
   clock?: Clock;
 }) {
-  const { knex, orders, campaigns, flows } = deps;
+  const { reader, orders, campaigns, flows } = deps;
   const clock = deps.clock ?? systemClock;
   return {
     async revenue(workspaceId: string, query: unknown = {}): Promise<{ data: RevenueRow[] }> {
       const input = parseInput(revenueQuerySchema, query ?? {});
       const window = defaultRevenueWindow(clock());
-      const rows = await orders.revenueByAttribution(knex, workspaceId, input.from ?? window.from, input.to ?? window.to);
-      const names = await campaigns.names(knex, workspaceId, rows.flatMap((r) => (r.campaign_id ? [r.campaign_id] : [])));
-      const flowNames = await flows.names(knex, workspaceId, rows.flatMap((r) => (r.flow_id ? [r.flow_id] : [])));
+      const db = reader();
+      const rows = await orders.revenueByAttribution(db, workspaceId, input.from ?? window.from, input.to ?? window.to);
+      const names = await campaigns.names(db, workspaceId, rows.flatMap((r) => (r.campaign_id ? [r.campaign_id] : [])));
+      const flowNames = await flows.names(db, workspaceId, rows.flatMap((r) => (r.flow_id ? [r.flow_id] : [])));
       const data = rows.map(({ campaign_id, flow_id, currency, orders, revenue }): RevenueRow => ({
         ...(campaign_id ? { campaign_id } : { flow_id: flow_id! }),
         name: (campaign_id ? names.get(campaign_id) : flowNames.get(flow_id!)) ?? null,
@@ -59,9 +60,10 @@ export function createReportService(deps: {
     async deliverability(workspaceId: string, query: unknown = {}): Promise<DeliverabilityReport> {
       const days = parseInput(deliverabilityQuerySchema, query ?? {}).days ?? DEFAULT_DELIVERABILITY_DAYS;
       const since = clock() - days * DAY_MS;
-      const rows = await deps.messages.deliverability(knex, workspaceId, since);
-      const names = await campaigns.names(knex, workspaceId, rows.flatMap((r) => (r.campaign_id ? [r.campaign_id] : [])));
-      const flowNames = await flows.names(knex, workspaceId, rows.flatMap((r) => (r.flow_id ? [r.flow_id] : [])));
+      const db = reader();
+      const rows = await deps.messages.deliverability(db, workspaceId, since);
+      const names = await campaigns.names(db, workspaceId, rows.flatMap((r) => (r.campaign_id ? [r.campaign_id] : [])));
+      const flowNames = await flows.names(db, workspaceId, rows.flatMap((r) => (r.flow_id ? [r.flow_id] : [])));
       const data = rows.map(({ campaign_id, flow_id, ...counts }): DeliverabilityRow => ({
         ...(campaign_id ? { campaign_id } : { flow_id: flow_id! }),
         name: (campaign_id ? names.get(campaign_id) : flowNames.get(flow_id!)) ?? null,

@@ -5,8 +5,9 @@ import { createJobQueue } from '../jobs/job-queue.js';
 import { createTriggerOutbox } from '../triggers/trigger-outbox.js';
 
 /**
- * What every area writes through: the database, the group-commit writer, the planner statistics kept in step,
- * the job queue and the trigger outbox. Each area module takes this as its first argument.
+ * What every area writes through: the database (and its reader for lag-tolerant reads), the group-commit writer,
+ * the planner statistics kept in step, the job queue and the trigger outbox. Each area module takes this as its
+ * first argument.
  */
 export function createRuntime(db: Database) {
   const { knex, dialect, writeTransaction } = db;
@@ -21,7 +22,8 @@ export function createRuntime(db: Database) {
       tableGrowth.added('trigger_outbox', facts);
     },
   });
-  return { db, knex, dialect, writeTransaction, writer, tableGrowth, jobs, outbox };
+  // Reads that tolerate a little lag take `reader` (the replica when healthy); everything else uses `knex`.
+  return { db, knex, reader: db.reader, dialect, writeTransaction, writer, tableGrowth, jobs, outbox };
 }
 
 export type Runtime = ReturnType<typeof createRuntime>;

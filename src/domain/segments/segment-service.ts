@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Database, Db } from '../db/database.js';
+import type { Database, Db, Reader } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NotFoundError } from '../errors.js';
 import { canonicalEventName } from '../events/event-names.js';
@@ -57,13 +57,14 @@ function affects(fact: OutboxFact, reads: ConditionDependencies): boolean {
  */
 export function createSegmentService(deps: {
   knex: Knex;
+  reader: Reader;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
   outbox: TriggerOutbox;
   jobs: JobQueue;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, outbox, jobs } = deps;
+  const { knex, reader, writeTransaction, outbox, jobs } = deps;
   const store = createSegmentStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
 
@@ -169,8 +170,9 @@ export function createSegmentService(deps: {
     },
 
     async list(workspaceId: string, paging: Paging): Promise<Page<Segment>> {
-      const { rows, total } = await store.list(knex, workspaceId, paging);
-      const counts = await store.memberCounts(knex, rows.map((row) => row.id));
+      const db = reader();
+      const { rows, total } = await store.list(db, workspaceId, paging);
+      const counts = await store.memberCounts(db, rows.map((row) => row.id));
       return toPage(
         rows.map((row) => store.toRecord(row, counts.get(row.id) ?? 0)),
         total,
@@ -209,8 +211,9 @@ export function createSegmentService(deps: {
     },
 
     async members(workspaceId: string, id: string, paging: Paging): Promise<Page<SegmentMember>> {
-      await load(knex, workspaceId, id);
-      const { rows, total } = await store.members(knex, id, paging);
+      const db = reader();
+      await load(db, workspaceId, id);
+      const { rows, total } = await store.members(db, id, paging);
       return toPage(rows, total, paging);
     },
   };

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
-import type { Database, Db } from '../db/database.js';
+import type { Database, Db, Reader } from '../db/database.js';
 import { NotFoundError } from '../errors.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
@@ -10,12 +10,12 @@ import { createSuppressionStore } from './suppression-store.js';
 
 /** Addresses that receive no email of any kind, marketing or transactional (docs/email.md, Consent). */
 export function createSuppressionService(deps: {
-  knex: Knex;
+  reader: Reader;
   writeTransaction: Database['writeTransaction'];
   dialect: Dialect;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction } = deps;
+  const { reader, writeTransaction } = deps;
   const store = createSuppressionStore(deps.dialect);
   const clock = deps.clock ?? systemClock;
   return {
@@ -34,7 +34,7 @@ export function createSuppressionService(deps: {
     },
 
     async list(workspaceId: string, paging: Paging): Promise<Page<Suppression>> {
-      const { rows, total } = await store.list(knex, workspaceId, paging);
+      const { rows, total } = await store.list(reader(), workspaceId, paging);
       return toPage(rows, total, paging);
     },
 

@@ -7,6 +7,12 @@ import { describeRoute } from '../../openapi/route-schema.js';
 const NOT_READY_RETRY_AFTER_SECONDS = 5;
 const health = { tag: 'Operations', credential: 'none' as const };
 
+/** Present when EMK_DATABASE_READ_URL is set: a replica down or lagging leaves the server ready (the primary answers). */
+const readReplicaReply = z.object({
+  status: z.enum(['up', 'lagging', 'down', 'unknown']),
+  lag_seconds: z.number().nullable(),
+});
+
 /** For load balancers and orchestrators: is the process alive, and can it serve (database up to date)? */
 export function healthRoutes(services: Services) {
   return async (app: FastifyInstance) => {
@@ -21,14 +27,14 @@ export function healthRoutes(services: Services) {
       {
         schema: describeRoute({
           ...health,
-          summary: 'Readiness: the database answers and every migration is applied (else 503)',
-          replies: { 200: z.object({ status: z.literal('ready') }) },
+          summary: 'Readiness: the database answers and every migration is applied (else 503); the read replica\'s state',
+          replies: { 200: z.object({ status: z.literal('ready'), read_replica: readReplicaReply.optional() }) },
           errors: [503],
         }),
       },
       async (request, reply) => {
-        const state = await readiness(services.db.knex);
-        if (state.ready) return { status: 'ready' };
+        const [state, replica] = await Promise.all([readiness(services.db.knex), services.db.readReplicaStatus()]);
+        if (state.ready) return replica ? { status: 'ready', read_replica: replica } : { status: 'ready' };
         return reply
           .code(503)
           .header('retry-after', String(NOT_READY_RETRY_AFTER_SECONDS))
