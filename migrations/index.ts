@@ -33,6 +33,7 @@ import * as createRelayWebhooks from './202611271010_create_relay_webhooks.js';
 import * as addWorkspaceFooter from './202611271030_add_workspace_footer.js';
 import * as addWorkspaceDomainRates from './202611271040_add_workspace_domain_rates.js';
 import * as addMessageToSubscriptionChanges from './202611271050_add_message_to_subscription_changes.js';
+import * as createPlatformWebhooks from './202611280900_create_platform_webhooks.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -78,4 +79,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611271030_add_workspace_footer', addWorkspaceFooter],
   ['202611271040_add_workspace_domain_rates', addWorkspaceDomainRates],
   ['202611271050_add_message_to_subscription_changes', addMessageToSubscriptionChanges],
+  ['202611280900_create_platform_webhooks', createPlatformWebhooks],
 ];

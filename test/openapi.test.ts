@@ -55,7 +55,7 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
   it('GET /openapi.json lists every registered route (but its own page), each with its noun and credential', async () => {
     const doc = await document();
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['accessToken', 'apiKey', 'integrationKey', 'segmentWriteKey', 'siteId']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['accessToken', 'apiKey', 'integrationKey', 'platformSignature', 'segmentWriteKey', 'siteId']);
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
     const served = (await registeredRoutes(h().database.url)).filter(
       (route) => !DOCUMENTATION_ROUTES.some((prefix) => route.split(' ')[1]!.startsWith(prefix)),
@@ -68,6 +68,7 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
     expect(credentialOf('post', '/api/v1/contacts')).toEqual([{ apiKey: [] }, { accessToken: [] }]);
     expect(credentialOf('post', '/api/v1/auth/login')).toEqual([]);
     expect(credentialOf('post', '/ecom/{platform}/{integrationId}')).toEqual([{ integrationKey: [] }]);
+    expect(credentialOf('post', '/ecom/shopify/{integrationId}')).toEqual([{ platformSignature: [] }]);
     expect(credentialOf('post', '/collect/event')).toEqual([{ siteId: [] }]);
     expect(credentialOf('get', '/emk.js')).toEqual([{ siteId: [] }]);
     expect(credentialOf('post', '/v1/batch')).toEqual([{ segmentWriteKey: [] }]);

@@ -3,6 +3,7 @@ import { apiKeysCommand } from './commands/api-keys/index.js';
 import { attributionCommand } from './commands/attribution/index.js';
 import { describeFailure } from './run-command.js';
 import { initCommand } from './commands/init.js';
+import { integrationsCommand } from './commands/integrations/index.js';
 import { migrateCommand } from './commands/migrate.js';
 import { productsCommand } from './commands/products/index.js';
 import { serveCommand } from './commands/serve.js';
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
     apiKeysCommand(),
     usersCommand(),
     sendersCommand(),
+    integrationsCommand(),
     workerCommand(),
     campaignsCommand(),
     reportCommand(),

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { checkValue, emailSchema } from '../domain/shared/validate.js';
+import { NATIVE_PLATFORMS } from '../domain/integrations/integration.schema.js';
 import { USER_ROLES } from '../domain/users/user.schema.js';
 import { formatOf } from './input/record-reader.js';
 
@@ -26,6 +27,10 @@ export const emailFlag = (value: string) => flag('--email', emailSchema, value);
 
 /** `--role` of `emk users add`: owner or member. */
 export const roleFlag = (value: string) => flag('--role', z.enum(USER_ROLES, { error: `must be ${USER_ROLES.join(' or ')}` }), value);
+
+/** `--platform` of `emk integrations create`: a platform whose own webhooks emk reads. */
+export const platformFlag = (value: string) =>
+  flag('--platform', z.enum(NATIVE_PLATFORMS, { error: `must be ${NATIVE_PLATFORMS.join(' or ')}` }), value.trim().toLowerCase());
 
 /** `--file` of an import: a .csv or .jsonl file that exists. */
 export function inputFile(path: string): string {

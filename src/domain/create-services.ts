@@ -32,13 +32,13 @@ export function createServices(db: Database, options: ServiceOptions = {}) {
   const email = options.email ?? DEFAULT_EMAIL;
   const catalog = createCatalogModule(runtime);
   const content = createContentModule({ ...catalog, templateLimits: email.templateLimits });
-  const accounts = createAccountsModule(runtime, { ...content, clock });
+  const accounts = createAccountsModule(runtime, { ...content, clock, baseUrl: email.baseUrl });
   const ingest = createIngestModule(runtime, { ...accounts, ...catalog });
   const commerce = createCommerceModule(runtime, { ...accounts, ...catalog, ...ingest });
-  const platforms = createPlatformsModule(runtime, { ...accounts, ...catalog, ...ingest, ...commerce });
   const sending = createSendingModule(runtime, { ...content, ...accounts, ...catalog, ...ingest, ...commerce, email, clock });
   const automation = createAutomationModule(runtime, { ...content, ...ingest, ...commerce, ...sending, senders: accounts.senders, clock, onFactSetAside: options.onFactSetAside });
   const operations = createOperationsModule(runtime, { ...catalog, ...ingest, ...commerce, ...sending, ...automation, clock });
+  const platforms = createPlatformsModule(runtime, { ...accounts, ...catalog, ...ingest, ...commerce, ...operations });
 
   let closing: Promise<void> | null = null;
   return {

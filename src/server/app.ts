@@ -20,6 +20,7 @@ import { eventRoutes } from './routes/events/event-routes.js';
 import { shipmentRoutes } from './routes/events/shipment-routes.js';
 import { orderRoutes } from './routes/orders/order-routes.js';
 import { webhookRoutes } from './routes/webhook/webhook-routes.js';
+import { platformWebhookRoutes } from './routes/platform-webhooks/platform-webhook-routes.js';
 import { integrationRoutes } from './routes/integrations/integration-routes.js';
 import { settingsRoutes } from './routes/settings/settings-routes.js';
 import { productRoutes } from './routes/products/product-routes.js';
@@ -38,6 +39,7 @@ import { senderRoutes } from './routes/senders/sender-routes.js';
 import { userRoutes } from './routes/users/user-routes.js';
 import { relayWebhookRoutes } from './routes/relay-webhooks/relay-webhook-routes.js';
 import { espRoutes } from './routes/esp/esp-routes.js';
+import { dataRequestRoutes } from './routes/data-rights/data-request-routes.js';
 
 /** Bodies above 5 MiB are refused with 413 (docs/api/errors.md). */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -93,6 +95,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(segmentIngestRoutes(services));
   await app.register(sdkRoutes());
   await app.register(webhookRoutes(services));
+  // `/ecom/shopify/…` and `/ecom/woocommerce/…`: the router prefers these static segments to the webhook's `:platform`.
+  await app.register(platformWebhookRoutes(services));
   await app.register(trackingRoutes(services));
   await app.register(consentRoutes(services));
   await app.register(espRoutes(services));
@@ -115,6 +119,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         await owners.register(userRoutes(services));
         await owners.register(senderRoutes(services));
         await owners.register(relayWebhookRoutes(services));
+        await owners.register(dataRequestRoutes(services));
       });
       await api.register(campaignRoutes(services));
       await api.register(flowRoutes(services));

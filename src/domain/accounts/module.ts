@@ -9,9 +9,12 @@ import { createUserService } from '../users/user-service.js';
 import { createWorkspaceService } from '../workspaces/workspace-service.js';
 
 /** Accounts: workspaces with their API keys and integrations, users and their tokens, sender domains, workspace settings. */
-export function createAccountsModule(runtime: Runtime, { clock, templates }: { clock: Clock | undefined; templates: FooterCheck }) {
+export function createAccountsModule(
+  runtime: Runtime,
+  { clock, templates, baseUrl }: { clock: Clock | undefined; templates: FooterCheck; baseUrl: string },
+) {
   const apiKeys = createApiKeyService({ ...runtime, clock });
-  const integrations = createIntegrationService({ ...runtime, clock });
+  const integrations = createIntegrationService({ ...runtime, baseUrl, clock });
   const workspaces = createWorkspaceService({ ...runtime, apiKeys, integrations, clock });
   const users = createUserService({ ...runtime, workspaces, clock });
   const senders = createSenderService({ ...runtime, integrations, clock });

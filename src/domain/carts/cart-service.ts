@@ -20,6 +20,10 @@ export interface CartChange {
   checkoutUrl: string | null;
   items: unknown[];
   source: string;
+  /** The shop platform integration it came through (`shop/redact` deletes its carts); null for the website's. */
+  integrationId?: string | null;
+  /** The checkout was completed (it became an order): marked converted, it starts no abandoned-cart flow. */
+  converted?: boolean;
   at: number;
 }
 
@@ -32,7 +36,13 @@ export function createCartService(deps: { dialect: Dialect; outbox: TriggerOutbo
     /** Carts by id or by contact (a flow's trigger carts; abandoned-cart checks). */
     find: (db: Db, filter: Parameters<typeof store.find>[1]) => store.find(db, filter),
 
-    /** Upserts each cart (in arrival order: a later event for one cart wins) and fires its `cart` trigger. */
+    /** Deletes the carts that came through a shop platform integration (`shop/redact`). */
+    deleteOfIntegration: (trx: Knex.Transaction, integrationId: string) => store.deleteOfIntegration(trx, integrationId),
+
+    /**
+     * Upserts each cart (in arrival order: a later event for one cart wins) and fires its `cart` trigger; a
+     * converted cart fires nothing, and stays converted.
+     */
     async applyCartChanges(trx: Knex.Transaction, changes: CartChange[]): Promise<string[]> {
       const ids: string[] = [];
       const facts: TriggerFact[] = [];
@@ -50,9 +60,12 @@ export function createCartService(deps: { dialect: Dialect; outbox: TriggerOutbo
             checkout_url: change.checkoutUrl,
             items: change.items,
             updated_at: change.at,
+            integration_id: change.integrationId ?? null,
+            ...(change.converted ? { converted_at: change.at } : {}),
           },
         });
         ids.push(id);
+        if (change.converted) continue;
         facts.push({
           workspaceId: change.workspaceId,
           triggerType: 'cart',

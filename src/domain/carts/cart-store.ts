@@ -12,6 +12,9 @@ export interface CartFields {
   checkout_url: string | null;
   items: unknown[];
   updated_at: number;
+  integration_id: string | null;
+  /** Set once the checkout is completed; absent leaves it as it is. */
+  converted_at?: number;
 }
 
 export interface CartRecord {
@@ -21,6 +24,8 @@ export interface CartRecord {
   currency: string | null;
   checkout_url: string | null;
   items: unknown[];
+  /** The checkout became an order (a platform's completed checkout). */
+  converted: boolean;
 }
 
 /** The carts table: one row per cart external id (or per event when the cart has none). */
@@ -41,7 +46,7 @@ export function createCartStore(dialect: Dialect) {
       const query = db('carts');
       if ('ids' in where) query.whereIn('id', where.ids);
       else query.where({ contact_id: where.contactId }).orderBy('updated_at', 'desc').limit(1);
-      const rows = await query.select('id', 'external_id', 'total_amount', 'currency', 'checkout_url', 'items');
+      const rows = await query.select('id', 'external_id', 'total_amount', 'currency', 'checkout_url', 'items', 'converted_at');
       return rows.map((row: Record<string, unknown>) => ({
         id: row.id as string,
         external_id: (row.external_id as string | null) ?? null,
@@ -49,7 +54,13 @@ export function createCartStore(dialect: Dialect) {
         currency: (row.currency as string | null) ?? null,
         checkout_url: (row.checkout_url as string | null) ?? null,
         items: dialect.readJson<unknown[]>(row.items) ?? [],
+        converted: row.converted_at !== null && row.converted_at !== undefined,
       }));
+    },
+
+    /** Deletes the carts that came through an integration (`shop/redact`). */
+    async deleteOfIntegration(db: Db, integrationId: string): Promise<number> {
+      return db('carts').where({ integration_id: integrationId }).delete();
     },
   };
 }

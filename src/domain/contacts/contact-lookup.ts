@@ -22,8 +22,8 @@ export function createContactLookup(dialect: Dialect) {
     statusChanges: (db: Db, contactId: string) => store.statusChanges(db, contactId),
     /** Send reports: contacts unsubscribed through the messages a query selects (`id`, and `grp` to group by). */
     unsubscribeCounts: (db: Db, messages: Knex.QueryBuilder) => store.unsubscribeCounts(db, messages),
-    /** The erasure's tombstone (data rights owns when; the row's shape is this noun's). */
-    erase: (db: Db, id: string, now: number) => store.erase(db, id, now),
+    /** The erasure's tombstones (data rights owns when; the row's shape is this noun's). */
+    erase: (db: Db, ids: string[], now: number) => store.erase(db, ids, now),
   };
 }
 

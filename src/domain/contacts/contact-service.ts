@@ -24,7 +24,7 @@ import {
 } from './contact.schema.js';
 import { uuidv7 } from '../shared/ids.js';
 import { compositeKey, pairOf } from '../shared/keys.js';
-import { createContactStore, contactKey, type ContactRow } from './contact-store.js';
+import { createContactStore, contactKey, type ContactRow, type StatusChange } from './contact-store.js';
 import { emailKey } from '../shared/keys.js';
 import type { TableGrowth } from '../db/table-growth.js';
 
@@ -400,6 +400,43 @@ export function createContactService(deps: {
         }
         return row.subscription_status;
       });
+    },
+
+    /**
+     * A shop platform's record of consent for existing contacts, in the caller's transaction: a status changes
+     * only when the platform recorded it after the contact's last status decision (so a newer unsubscribe through
+     * emk's own link is not undone by an older platform record, nor a platform's newer record by its older one),
+     * and is recorded in the consent history at the platform's time with the platform as its origin. A contact
+     * created `non_subscribed` by default has no decision to keep. In order: a later change of one contact builds
+     * on an earlier one.
+     */
+    async applyPlatformConsent(
+      trx: Knex.Transaction,
+      changes: Array<{ workspaceId: string; contactId: string; status: SubscriptionStatus; at: number; origin: string }>,
+    ): Promise<void> {
+      if (changes.length === 0) return;
+      const ids = [...new Set(changes.map((c) => c.contactId))].sort();
+      const current = new Map<string, { status: SubscriptionStatus; since: number }>();
+      const decided = await contactStore.lastStatusDecisions(trx, ids);
+      for (const workspaceId of new Set(changes.map((c) => c.workspaceId))) {
+        for (const row of await contactStore.findByIds(trx, workspaceId, ids, { lock: true })) {
+          current.set(row.id, { status: row.subscription_status, since: decided.get(row.id) ?? 0 });
+        }
+      }
+      const recorded: StatusChange[] = [];
+      for (const change of changes) {
+        const contact = current.get(change.contactId);
+        if (!contact || change.at <= contact.since || change.status === contact.status) continue;
+        recorded.push({ contactId: change.contactId, from: contact.status, to: change.status, origin: change.origin, at: change.at });
+        current.set(change.contactId, { status: change.status, since: change.at });
+      }
+      if (recorded.length === 0) return;
+      const changed = new Map(recorded.map((r) => [r.contactId, r.to]));
+      await contactStore.setStatuses(trx, changed);
+      await contactStore.recordStatusChanges(trx, recorded);
+      const now = Date.now();
+      const workspaceOf = new Map(changes.map((c) => [c.contactId, c.workspaceId]));
+      await outbox.record(trx, [...changed.keys()].map((id) => contactChangedFact(workspaceOf.get(id)!, id, 'profile', now)));
     },
 
     /** Every status change of a contact, oldest first (GET /contacts/{id}/consent). */

@@ -141,12 +141,40 @@ export function createContactStore(dialect: Dialect) {
       return ids;
     },
 
-    async findByIds(db: Db, workspaceId: string, ids: string[]): Promise<ContactRow[]> {
+    /** With `lock`, locked (PostgreSQL) until the transaction ends, in id order. */
+    async findByIds(db: Db, workspaceId: string, ids: string[], { lock }: { lock: boolean } = { lock: false }): Promise<ContactRow[]> {
       const rows: ContactRow[] = [];
       for (const part of chunk(ids, PAIRS_PER_QUERY)) {
-        rows.push(...(await people(db).where({ workspace_id: workspaceId }).whereIn('id', part)).map(fromRow));
+        const query = people(db).where({ workspace_id: workspaceId }).whereIn('id', part).orderBy('id');
+        rows.push(...(await (lock ? dialect.forUpdate(query) : query)).map(fromRow));
       }
       return rows;
+    },
+
+    /**
+     * The time of each contact's latest status decision (contacts with none are absent). A contact created
+     * `non_subscribed` by default (origin `create:…`) was decided nothing for: that first entry does not count.
+     */
+    async lastStatusDecisions(db: Db, contactIds: string[]): Promise<Map<string, number>> {
+      const last = new Map<string, number>();
+      for (const part of chunk(contactIds, PAIRS_PER_QUERY)) {
+        const rows = await db('subscription_changes')
+          .whereIn('contact_id', part)
+          .whereNot((q) => q.whereNull('from_status').where('to_status', 'non_subscribed').where('origin', 'like', 'create:%'))
+          .groupBy('contact_id')
+          .select('contact_id', db.raw('MAX(created_at) AS at'));
+        for (const row of rows as Array<{ contact_id: string; at: unknown }>) last.set(row.contact_id, dialect.readNumber(row.at));
+      }
+      return last;
+    },
+
+    /** Sets the subscription status of contacts: one statement per status. */
+    async setStatuses(db: Db, statuses: Map<string, SubscriptionStatus>): Promise<void> {
+      const now = Date.now();
+      for (const status of new Set(statuses.values())) {
+        const ids = [...statuses].filter(([, s]) => s === status).map(([id]) => id).sort();
+        for (const part of chunk(ids, PAIRS_PER_QUERY)) await db('contacts').whereIn('id', part).update({ subscription_status: status, updated_at: now });
+      }
     },
 
     async findById(db: Db, workspaceId: string, id: string, lock = false): Promise<ContactRow | null> {
@@ -210,18 +238,19 @@ export function createContactStore(dialect: Dialect) {
     },
 
     /**
-     * Turns the contact into a tombstone: no email (its key becomes its id, which no email can equal, so the
-     * address is free for a new contact), no properties, status or source; its consent history and anonymous
-     * ids go. Revenue totals stay: they are sums over the orders it keeps.
+     * Turns the contacts into tombstones: no email (each one's key becomes its id, which no email can equal, so
+     * the address is free for a new contact), no properties, status or source; their consent history and
+     * anonymous ids go. Revenue totals stay: they are sums over the orders they keep.
      */
-    async erase(db: Db, id: string, now: number): Promise<void> {
-      await db('contact_anonymous_ids').where({ contact_id: id }).delete();
-      await db('subscription_changes').where({ contact_id: id }).delete();
+    async erase(db: Db, ids: string[], now: number): Promise<void> {
+      await db('contact_anonymous_ids').whereIn('contact_id', ids).delete();
+      await db('subscription_changes').whereIn('contact_id', ids).delete();
+      // Each row's key becomes its own id: one statement for all of them.
       await db('contacts')
-        .where({ id })
+        .whereIn('id', ids)
         .update({
           email: '',
-          email_key: id,
+          email_key: db.ref('id'),
           properties: dialect.writeJson({}),
           subscription_status: 'non_subscribed',
           source: null,

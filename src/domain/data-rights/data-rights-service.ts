@@ -8,10 +8,18 @@ import type { EventService } from '../events/event-service.js';
 import type { MessageService } from '../messages/message-service.js';
 import type { OrderService } from '../orders/order-service.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
-import type { Page, Paging } from '../shared/paging.js';
+import { chunk } from '../db/bulk.js';
+import type { Dialect } from '../db/dialect/dialect.js';
+import { uuidv7 } from '../shared/ids.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
-import { createDataRightsStore } from './data-rights-store.js';
-import type { ContactExport } from './data-rights.schema.js';
+import { createDataRightsStore, type ShopSource } from './data-rights-store.js';
+import type { ContactExport, DataRequest } from './data-rights.schema.js';
+
+export type { ShopSource } from './data-rights-store.js';
+
+/** Contacts an erasure takes at a time: each of its statements binds their ids. */
+const ERASE_CHUNK = 500;
 
 /** Rows an export reads at a time from each list: what it holds of a list at once, at most. */
 const EXPORT_PAGE = 1_000;
@@ -47,6 +55,7 @@ async function* pagesOf<T>(list: (paging: Paging) => Promise<Page<T>>, perPage: 
  */
 export function createDataRightsService(deps: {
   knex: Knex;
+  dialect: Dialect;
   writeTransaction: Database['writeTransaction'];
   /** The erasure deletes the contact's trigger facts too. */
   outbox: Pick<TriggerOutbox, 'deleteContactFacts'>;
@@ -56,7 +65,21 @@ export function createDataRightsService(deps: {
   activity: Pick<ProductActivity, 'forgetViewsOf'>;
 }) {
   const { knex, writeTransaction, contactLookup, lists, activity } = deps;
-  const store = createDataRightsStore(deps.outbox);
+  const store = createDataRightsStore(deps.dialect, deps.outbox);
+
+  /**
+   * Erases contacts in the caller's transaction, a few hundred at a time: their product views leave the
+   * recommendation aggregates, their traces are deleted, and their rows become tombstones (orders and their
+   * revenue stay).
+   */
+  async function eraseContacts(trx: Knex.Transaction, workspaceId: string, ids: string[]): Promise<void> {
+    const now = Date.now();
+    for (const part of chunk(ids, ERASE_CHUNK)) {
+      await activity.forgetViewsOf(trx, workspaceId, part);
+      await store.deleteTraces(trx, workspaceId, part);
+      await contactLookup.erase(trx, part, now);
+    }
+  }
 
   /**
    * Everything kept about the contact as JSON text, written as it is read: `{"contact","events","orders",
@@ -96,10 +119,47 @@ export function createDataRightsService(deps: {
     async erase(workspaceId: string, id: string): Promise<void> {
       await writeTransaction(async (trx) => {
         if (!(await contactLookup.findById(trx, workspaceId, id, true))) throw new NotFoundError();
-        await activity.forgetViewsOf(trx, workspaceId, id);
-        await store.deleteTraces(trx, workspaceId, id);
-        await contactLookup.erase(trx, id, Date.now());
+        await eraseContacts(trx, workspaceId, [id]);
       });
+    },
+
+    eraseContacts,
+
+    /**
+     * A shop platform integration's shop is gone (`shop/redact`): erases, as `erase` does, every contact it
+     * created that nothing else vouches for (ShopSource). Returns how many.
+     */
+    async eraseShopContacts(trx: Knex.Transaction, shop: ShopSource): Promise<number> {
+      const ids = await store.contactsOnlyFrom(trx, shop);
+      await eraseContacts(trx, shop.workspaceId, ids);
+      return ids.length;
+    },
+
+    /** Records platforms' data requests (the contact of each email, if any), in the caller's transaction. */
+    async recordDataRequests(
+      trx: Knex.Transaction,
+      requests: Array<{ workspaceId: string; integrationId: string; email: string; requestId: string | null; at: number }>,
+    ): Promise<void> {
+      if (requests.length === 0) return;
+      const contacts = await contactLookup.idsByEmails(trx, requests.map((r) => [r.workspaceId, r.email] as const));
+      await store.insertDataRequests(
+        trx,
+        requests.map((r) => ({
+          id: uuidv7(r.at),
+          workspace_id: r.workspaceId,
+          integration_id: r.integrationId,
+          email: r.email,
+          contact_id: contacts.get(contactKey(r.workspaceId, r.email)) ?? null,
+          request_id: r.requestId,
+          received_at: r.at,
+        })),
+      );
+    },
+
+    /** GET /api/v1/data-requests: the platforms' data requests, newest first. */
+    async listDataRequests(workspaceId: string, paging: Paging): Promise<Page<DataRequest>> {
+      const { rows, total } = await store.listDataRequests(knex, workspaceId, paging);
+      return toPage(rows.map(store.toDataRequest), total, paging);
     },
 
     exportJson,

@@ -344,7 +344,7 @@ export function createFlowEngine(deps: {
 
     /**
      * An abandoned-cart wait is over: enrol unless the contact's cart moved again since (that later activity
-     * has its own wait) or the contact ordered. One enrolment per cart: the key is the contact's latest cart
+     * has its own wait), the contact ordered, or the cart itself was converted (a completed checkout). One enrolment per cart: the key is the contact's latest cart
      * (or, for carts seen only through events, the basket since the contact's last order).
      */
     [FLOW_JOBS.cartCheck]: async (job) => {
@@ -357,6 +357,7 @@ export function createFlowEngine(deps: {
         const contactId = fact.contactId;
         if ((await outbox.latestFactId(trx, contactId, { after: factId }, CART_ACTIVITY)) !== null) return;
         if ((await outbox.latestFactId(trx, contactId, { after: factId }, ORDERS)) !== null) return;
+        if (fact.subjectType === 'cart' && (await contexts.cartConverted(trx, fact.subjectId))) return;
         const lastOrder = await outbox.latestFactId(trx, contactId, { before: factId }, ORDERS);
         const context = (await contexts.load(trx, [fact])).get(fact.id) ?? {};
         context.cart ??= await contexts.latestCart(trx, contactId);

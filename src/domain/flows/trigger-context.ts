@@ -51,6 +51,12 @@ export function createTriggerContexts(deps: { eventRecords: EventRecords; orders
       return contexts;
     },
 
+    /** Whether a cart became an order (a platform's completed checkout): its abandoned-cart wait ends there. */
+    async cartConverted(db: Db, cartId: string): Promise<boolean> {
+      const [cart] = await cartLookup.find(db, { ids: [cartId] });
+      return cart?.converted === true;
+    },
+
     /** A contact's latest cart, for abandoned carts seen only through events (no cart row of their own). */
     async latestCart(db: Db, contactId: string): Promise<TriggerContext['cart'] | undefined> {
       const [cart] = await cartLookup.find(db, { contactId });

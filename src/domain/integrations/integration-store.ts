@@ -10,7 +10,10 @@ export interface IntegrationRow {
   workspace_id: string;
   platform: string;
   domain: string;
-  api_key_hash: string;
+  /** Website integrations: the hash of their bearer key. Null for Shopify and WooCommerce, which sign instead. */
+  api_key_hash: string | null;
+  /** Shopify and WooCommerce: the webhook secret their signatures are made with. */
+  secret: string | null;
   active: boolean;
   created_at: number;
 }
@@ -70,6 +73,26 @@ export function createIntegrationStore(dialect: Dialect) {
       changes: Partial<Pick<IntegrationRow, 'active' | 'domain' | 'api_key_hash'>>,
     ): Promise<void> {
       await db('integrations').where({ id }).update(changes);
+    },
+
+    /** Sets the domain of integrations that have none yet (a concurrent first delivery may have set it). */
+    async fillDomains(db: Db, domains: Array<{ id: string; domain: string }>): Promise<void> {
+      for (const { id, domain } of domains) await db('integrations').where({ id, domain: '' }).update({ domain });
+    },
+
+    /** Adds to the counts of ignored deliveries by (integration, topic), in key order (no deadlocks between groups). */
+    async countIgnoredTopics(db: Db, counts: Array<{ integration_id: string; topic: string; count: number }>): Promise<void> {
+      if (counts.length === 0) return;
+      const sorted = [...counts].sort((a, b) => (a.integration_id + a.topic < b.integration_id + b.topic ? -1 : 1));
+      await db('integration_ignored_topics')
+        .insert(sorted)
+        .onConflict(['integration_id', 'topic'])
+        .merge({ count: db.raw('integration_ignored_topics.count + excluded.count') });
+    },
+
+    async ignoredTopics(db: Db, integrationId: string): Promise<Record<string, number>> {
+      const rows = await db('integration_ignored_topics').where({ integration_id: integrationId }).orderBy('topic');
+      return Object.fromEntries(rows.map((row: { topic: string; count: unknown }) => [row.topic, Number(row.count)]));
     },
   };
 }

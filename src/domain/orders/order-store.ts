@@ -1,4 +1,4 @@
-import { chunk, insertRows } from '../db/bulk.js';
+import { chunk, chunkSizeFor, insertRows } from '../db/bulk.js';
 import { bulkInsert, bulkInsertIgnoringConflicts } from '../db/bulk-insert.js';
 import { deferWrite } from '../db/deferred-writes.js';
 import type { Dialect } from '../db/dialect/dialect.js';
@@ -33,6 +33,8 @@ export interface OrderRow {
   shipping_status: string | null;
   refunded_amount: number;
   cancelled_at: number | null;
+  /** A shop platform's last-modified time of the stored snapshot (null for other origins). */
+  platform_updated_at: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -151,6 +153,28 @@ export function createOrderStore(dialect: Dialect) {
     async replaceItems(db: Db, order: Pick<OrderRow, 'id' | 'workspace_id' | 'ordered_at'>, items: OrderItem[]) {
       await db('order_items').where({ order_id: order.id }).delete();
       await this.insertItems(db, [order], new Map([[order.id, items]]));
+    },
+
+    /** Refunds by the platform's id; one already stored keeps its amount. Rows in key order (no deadlocks). */
+    async recordRefunds(db: Db, refunds: Array<{ workspace_id: string; order_key: string; refund_id: string; amount: number; created_at: number }>): Promise<void> {
+      const sorted = [...refunds].sort((a, b) => (a.order_key + '\u0000' + a.refund_id < b.order_key + '\u0000' + b.refund_id ? -1 : 1));
+      for (const part of chunk(sorted, chunkSizeFor(dialect, 5))) {
+        await db('order_refunds').insert(part).onConflict(['workspace_id', 'order_key', 'refund_id']).ignore();
+      }
+    },
+
+    /** The sum of the stored refunds of each order, by upsert key (keys without refunds are absent). */
+    async refundTotals(db: Db, workspaceId: string, orderKeys: string[]): Promise<Map<string, number>> {
+      const totals = new Map<string, number>();
+      for (const part of chunk([...new Set(orderKeys)], KEYS_PER_QUERY)) {
+        const rows = await db('order_refunds')
+          .where({ workspace_id: workspaceId })
+          .whereIn('order_key', part)
+          .groupBy('order_key')
+          .select('order_key', db.raw('ROUND(SUM(amount), 4) AS refunded'));
+        for (const row of rows as Array<{ order_key: string; refunded: unknown }>) totals.set(row.order_key, dialect.readNumber(row.refunded));
+      }
+      return totals;
     },
 
     async update(db: Db, id: string, patch: Partial<OrderRow>): Promise<void> {

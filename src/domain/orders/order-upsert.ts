@@ -29,8 +29,23 @@ export type AttributeOrders = (
   orders: Array<{ id: string; contactId: string; orderedAt: number }>,
 ) => Promise<Map<string, OrderAttribution | null>>;
 
-/** Which webhook order event (or a historical sync row) a change comes from. */
-export type OrderChangeKind = 'placed' | 'fulfilled' | 'cancelled' | 'refunded' | 'sync';
+/** Which webhook order event (or a historical sync row, or a shop platform's snapshot) a change comes from. */
+export type OrderChangeKind = 'placed' | 'fulfilled' | 'cancelled' | 'refunded' | 'sync' | 'snapshot';
+
+/**
+ * What a shop platform (Shopify, WooCommerce) says of an order beside its fields: orders there are snapshots,
+ * which may arrive twice or out of order (docs/platforms/README.md, Orders).
+ */
+export interface OrderSnapshot {
+  /** Refunds by the platform's id, added to those seen before: refunded is their sum, capped at the total. */
+  refunds: Array<{ id: string; amount: number }>;
+  /** Sticky: a cancelled order never comes back. */
+  cancelled: boolean;
+  /** The platform's last-modified time: a snapshot older than the stored one changes no field. Null: unknown. */
+  updatedAt: number | null;
+  /** False: no new order is stored (an unpaid WooCommerce order, refunds or a cancellation of an unseen order). */
+  storesNew: boolean;
+}
 
 /** A webhook or sync write to the order with this external id (its upsert key). */
 export interface OrderChange {
@@ -47,6 +62,8 @@ export interface OrderChange {
    */
   ownerCreated?: boolean;
   kind: OrderChangeKind;
+  /** Kind `snapshot` only. */
+  snapshot?: OrderSnapshot;
   fields: {
     order_number?: string | null;
     total_amount?: number;
@@ -64,7 +81,9 @@ export interface OrderChange {
 
 export type OrderChangeResult =
   | { orderId: string; outcome: 'inserted' | 'updated' | 'unchanged' }
-  | { outcome: 'invalid'; error: string };
+  | { outcome: 'invalid'; error: string }
+  /** A snapshot that stores no new order (`storesNew` false) of an order not stored. */
+  | { outcome: 'not_stored' };
 
 /**
  * The one way an order row is built: what every new order starts with, whatever its origin. Every field is
@@ -72,7 +91,10 @@ export type OrderChangeResult =
  * `emk sync-orders`, which builds one per order
  * (docs/performance.md#eighth-pass-statistics-from-the-first-thousand-rows-the-outboxs-contact-index).
  */
-export function orderRow(fields: Pick<OrderRow, 'id' | 'workspace_id' | 'contact_id' | 'platform' | 'integration_id' | 'origin' | 'upsert_key' | 'external_id' | 'order_number' | 'total_amount' | 'currency' | 'status' | 'ordered_at' | 'refunded_amount' | 'cancelled_at'> & { at: number }): OrderRow {
+export function orderRow(
+  fields: Pick<OrderRow, 'id' | 'workspace_id' | 'contact_id' | 'platform' | 'integration_id' | 'origin' | 'upsert_key' | 'external_id' | 'order_number' | 'total_amount' | 'currency' | 'status' | 'ordered_at' | 'refunded_amount' | 'cancelled_at'> &
+    Partial<Pick<OrderRow, 'platform_updated_at'>> & { at: number },
+): OrderRow {
   return {
     id: fields.id,
     workspace_id: fields.workspace_id,
@@ -95,6 +117,7 @@ export function orderRow(fields: Pick<OrderRow, 'id' | 'workspace_id' | 'contact
     shipping_status: null,
     refunded_amount: fields.refunded_amount,
     cancelled_at: fields.cancelled_at,
+    platform_updated_at: fields.platform_updated_at ?? null,
     created_at: fields.at,
     updated_at: fields.at,
   };
@@ -146,9 +169,20 @@ export function createOrderUpsert(deps: {
   const { outbox, attributeOrders, activity, tableGrowth } = deps;
   const orderStore = createOrderStore(deps.dialect);
 
-  /** The stored row after applying a change to an existing order; null when nothing differs. */
-  function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange): Partial<OrderRow> | null {
-    const f = change.fields;
+  /**
+   * Whether a change's fields apply: always, but for a platform snapshot older than the one stored (its refunds
+   * and cancellation still count).
+   */
+  const fieldsApply = (row: OrderRow, change: OrderChange) =>
+    change.snapshot?.updatedAt == null || row.platform_updated_at === null || change.snapshot.updatedAt >= row.platform_updated_at;
+
+  /**
+   * The stored row after applying a change to an existing order; null when nothing differs. `refunds`: the sum
+   * of the order's refunds by id (snapshots).
+   */
+  function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange, refunds: number): Partial<OrderRow> | null {
+    const applies = fieldsApply(row, change);
+    const f = applies ? change.fields : {};
     const patch: Partial<OrderRow> = {};
     const total = f.total_amount ?? row.total_amount;
     if (f.total_amount !== undefined && f.total_amount !== row.total_amount) patch.total_amount = f.total_amount;
@@ -157,23 +191,29 @@ export function createOrderUpsert(deps: {
       patch.order_number = f.order_number;
       patch.order_number_key = orderNumberKey(f.order_number);
     }
-    if (change.kind === 'cancelled' && row.cancelled_at === null) patch.cancelled_at = change.at;
+    const cancels = change.kind === 'cancelled' || change.snapshot?.cancelled === true;
+    if (cancels && row.cancelled_at === null) patch.cancelled_at = change.at;
     // What was refunded never exceeds the total, also when a correction lowers the total below it.
     const refunded =
-      change.kind !== 'refunded' ? row.refunded_amount
+      change.kind === 'snapshot' ? refunds
+      : change.kind !== 'refunded' ? row.refunded_amount
       : (f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total));
     const capped = Math.min(Math.max(refunded, 0), total);
     if (capped !== row.refunded_amount) patch.refunded_amount = capped;
     // The merchant's status is stored as sent; cancellation and refunds live in their own fields.
     if (f.status !== undefined && f.status !== row.status) patch.status = f.status;
+    const updatedAt = change.snapshot?.updatedAt ?? null;
+    if (applies && updatedAt !== null && updatedAt !== row.platform_updated_at) patch.platform_updated_at = updatedAt;
     const itemsChanged = f.items !== undefined && !sameItems(f.items, storedItems);
     return Object.keys(patch).length > 0 || itemsChanged ? patch : null;
   }
 
-  function newRow(change: OrderChange): OrderRow | null {
+  function newRow(change: OrderChange, refunds: number): OrderRow | null {
     const f = change.fields;
     if (f.total_amount === undefined) return null;
     const total = f.total_amount;
+    const { snapshot } = change;
+    const refunded = snapshot ? refunds : change.kind === 'refunded' ? (f.refunded_amount ?? f.refund_amount ?? total) : 0;
     return orderRow({
       id: uuidv7(change.at),
       workspace_id: change.workspaceId,
@@ -188,10 +228,25 @@ export function createOrderUpsert(deps: {
       currency: f.currency ?? '',
       status: f.status ?? '',
       ordered_at: f.ordered_at ?? change.at,
-      refunded_amount: change.kind === 'refunded' ? Math.min(f.refunded_amount ?? f.refund_amount ?? total, total) : 0,
-      cancelled_at: change.kind === 'cancelled' ? change.at : null,
+      refunded_amount: Math.min(Math.max(refunded, 0), total),
+      cancelled_at: change.kind === 'cancelled' || snapshot?.cancelled ? change.at : null,
+      platform_updated_at: snapshot?.updatedAt ?? null,
       at: change.at,
     });
+  }
+
+  /**
+   * Records the refunds snapshots of one round carry (a refund id already stored keeps its amount) and returns
+   * the sum of every refund stored for each of their orders, by upsert key.
+   */
+  async function refundSums(trx: Knex.Transaction, workspaceId: string, changes: OrderChange[]): Promise<Map<string, number>> {
+    const snapshots = changes.filter((c) => c.snapshot);
+    if (snapshots.length === 0) return new Map();
+    await orderStore.recordRefunds(
+      trx,
+      snapshots.flatMap((c) => c.snapshot!.refunds.map((r) => ({ workspace_id: workspaceId, order_key: c.upsertKey, refund_id: r.id, amount: r.amount, created_at: c.at }))),
+    );
+    return orderStore.refundTotals(trx, workspaceId, snapshots.map((c) => c.upsertKey));
   }
 
   /** One round: each order key at most once. Returns the keys that lost an insert race (to retry as updates). */
@@ -221,27 +276,31 @@ export function createOrderUpsert(deps: {
         trx,
         [...existing.values()].map((r) => r.id),
       );
+      const refunds = await refundSums(trx, workspaceId, indexes.map((i) => changes[i]!));
 
       const fresh: Array<{ index: number; row: OrderRow }> = [];
       for (const i of indexes) {
         const change = changes[i]!;
         const row = existing.get(change.upsertKey);
+        const refunded = refunds.get(change.upsertKey) ?? 0;
         if (!row) {
-          const created = newRow(change);
+          const created = change.snapshot?.storesNew === false ? null : newRow(change, refunded);
           if (created) fresh.push({ index: i, row: created });
+          else if (change.snapshot) results[i] = { outcome: 'not_stored' };
           else results[i] = { outcome: 'invalid', error: 'total_amount is required for a new order' };
           continue;
         }
-        const patch = patchFor(row, storedItems.get(row.id) ?? [], change);
+        const patch = patchFor(row, storedItems.get(row.id) ?? [], change, refunded);
         if (!patch) {
           results[i] = { orderId: row.id, outcome: 'unchanged' };
           continue;
         }
         await orderStore.update(trx, row.id, { ...patch, updated_at: change.at });
-        if (change.fields.items !== undefined) await orderStore.replaceItems(trx, row, change.fields.items);
+        const items = fieldsApply(row, change) ? change.fields.items : undefined;
+        if (items !== undefined) await orderStore.replaceItems(trx, row, items);
         // What the order counted before comes out of the aggregates; what it counts now goes in.
         const before = storedItems.get(row.id) ?? [];
-        sales.order(salesOf(row, before), -1).order(salesOf({ ...row, ...patch }, change.fields.items ?? before), 1);
+        sales.order(salesOf(row, before), -1).order(salesOf({ ...row, ...patch }, items ?? before), 1);
         touchedContacts.push(row.contact_id);
         ordersChangedFor(row, change.at);
         results[i] = { orderId: row.id, outcome: 'updated' };

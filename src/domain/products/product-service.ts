@@ -279,6 +279,28 @@ export function createProductService(deps: {
       return written!.status === 'unchanged' ? 'ignored' : 'applied';
     },
 
+    /**
+     * A product a shop platform's export stored before its webhooks ran is keyed by its handle (the export has
+     * no ids): the first webhook naming that handle adopts the row, which takes the product's id as its
+     * external id (docs/platforms/shopify.md, History). Nothing happens when the id is stored already or no row
+     * of the integration's platform holds the handle.
+     */
+    async adoptExported(trx: Knex.Transaction, integration: { workspaceId: string; platform: string }, externalId: string, handle: string): Promise<void> {
+      if (handle === externalId) return;
+      const found = await products.findByExternalIds(trx, integration.workspaceId, integration.platform, [externalId, handle], { lock: true });
+      if (found.some((row) => row.external_id === externalId)) return;
+      const exported = found.find((row) => row.external_id === handle && row.metadata.handle === handle);
+      if (exported) await products.setExternalId(trx, exported.id, externalId);
+    },
+
+    /** Removes the products an integration wrote (`shop/redact`), in the caller's transaction. */
+    async deleteOfIntegration(trx: Knex.Transaction, integration: { workspaceId: string; platform: string; domain: string }): Promise<number> {
+      const scope = integrationScope(integration);
+      const removed = await products.deleteBySource(trx, scope.workspaceId, scope.platform, scope.source);
+      if (removed.length > 0) await categoriesChanged(trx, scope.workspaceId, removed);
+      return removed.length;
+    },
+
     /** POST /api/v1/ecommerce/products: 400 naming the field; `created` false when it updated a product. */
     async create(workspaceId: string, body: unknown): Promise<{ product: Product; created: boolean }> {
       const [outcome] = await upsertManual(workspaceId, [body]);

@@ -233,6 +233,28 @@ export function createProductStore(dialect: Dialect) {
       return db('products').where(key).delete();
     },
 
+    /** Gives a stored product another external id (keeping its row, variants and filter rows, keyed by its id). */
+    async setExternalId(db: Db, id: string, externalId: string): Promise<void> {
+      await db('products').where({ id }).update({ external_id: externalId });
+    },
+
+    /**
+     * Removes every product of a source on a platform (a shop that is gone), with their variants and filter
+     * rows; returns the external ids removed.
+     */
+    async deleteBySource(db: Db, workspaceId: string, platform: string, source: string): Promise<string[]> {
+      const key = { workspace_id: workspaceId, platform, source };
+      const removed = (await db('products').where(key).select('external_id')).map((row: { external_id: string }) => row.external_id);
+      if (removed.length === 0) return removed;
+      for (const table of [...FILTER_TABLES, 'product_variants']) {
+        await db(table)
+          .whereIn('product_id', db('products').where(key).select('id'))
+          .delete();
+      }
+      await db('products').where(key).delete();
+      return removed;
+    },
+
     /**
      * Rebuilds the filter tables and title keys of a workspace from its products' columns, a batch of products
      * at a time (for products written by other means than this store, and the migration that adds them).

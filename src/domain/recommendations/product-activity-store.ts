@@ -204,13 +204,14 @@ export function createProductActivityStore(dialect: Dialect) {
       await trx('product_activity_totals').where({ workspace_id: workspaceId, units_sold: 0, views: 0 }).delete();
     },
 
-    /** A contact's product views per product and day, counted in SQL (what erasing the contact takes out). */
-    async viewsOf(db: Db, workspaceId: string, contactId: string, viewEvent: string): Promise<DailyChange[]> {
+    /** Contacts' product views per product and day, counted in SQL (what erasing the contacts takes out). */
+    async viewsOf(db: Db, workspaceId: string, contactIds: string[], viewEvent: string): Promise<DailyChange[]> {
       const rows: Array<{ product_key: string; day: unknown; views: unknown }> = await db
         .select('product_key', 'day', db.raw('COUNT(*) AS views'))
         .from(
           db('events')
-            .where({ workspace_id: workspaceId, contact_id: contactId, event_name: viewEvent })
+            .where({ workspace_id: workspaceId, event_name: viewEvent })
+            .whereIn('contact_id', contactIds)
             .select(db.raw(`${viewKeySql(dialect)} AS product_key`), db.raw(`${daySql('created_at')} AS day`))
             .as('views'),
         )

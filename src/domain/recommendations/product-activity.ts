@@ -135,9 +135,9 @@ export function createProductActivity(deps: {
       return { products, since: toIso(start * DAY_MS)!.slice(0, 10) };
     },
 
-    /** An erased contact's product views leave the aggregates (inside the erasure's transaction). */
-    async forgetViewsOf(trx: Knex.Transaction, workspaceId: string, contactId: string): Promise<void> {
-      const views = await store.viewsOf(trx, workspaceId, contactId, VIEW_EVENT);
+    /** Erased contacts' product views leave the aggregates (inside the erasure's transaction). */
+    async forgetViewsOf(trx: Knex.Transaction, workspaceId: string, contactIds: string[]): Promise<void> {
+      const views = await store.viewsOf(trx, workspaceId, contactIds, VIEW_EVENT);
       await api.record(trx, new ActivityDelta().views(workspaceId, views, -1));
     },
   };

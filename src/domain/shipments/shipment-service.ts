@@ -2,10 +2,10 @@ import type { Knex } from 'knex';
 import type { EnsureContacts } from '../contacts/contact-service.js';
 import { contactKey, type ContactLookup } from '../contacts/contact-lookup.js';
 import type { WriteBatcher } from '../db/write-batcher.js';
-import type { EventRecords } from '../events/event-records.js';
+import type { EventRecords, EventRow } from '../events/event-records.js';
 import { uuidv7 } from '../shared/ids.js';
 import { parseInput } from '../shared/validate.js';
-import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
+import type { TriggerFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
   normaliseShippingStatus,
   orderUpdateLabel,
@@ -14,8 +14,9 @@ import {
   shipmentSchema,
   type OrderUpdateReply,
   type ShipmentReply,
+  type ShippingStatus,
 } from './shipment.schema.js';
-import { createShipmentStore } from './shipment-store.js';
+import { createShipmentStore, type OrderMatch } from './shipment-store.js';
 
 /** Source of contacts the shipment endpoint creates for an unseen `customer.email`. */
 const SHIPMENT_CONTACT_SOURCE = 'shipment';
@@ -26,6 +27,20 @@ export interface ShippingEventFact {
   workspaceId: string;
   eventName: string;
   properties: Record<string, unknown>;
+}
+
+/** A shipment to record: the order it names (external id or number), its canonical status, who to tell. */
+export interface ShipmentWrite {
+  workspaceId: string;
+  orderRef: string;
+  status: ShippingStatus;
+  /** The contact to store the event on (created if unseen, with `contactSource`); else the order's contact. */
+  email: string | null;
+  contactSource: string;
+  /** The event's source, which `shipping_information` flows filter on. */
+  source: string | null;
+  properties: Record<string, unknown>;
+  at: number;
 }
 
 export type ApplyShippingEvents = (trx: Knex.Transaction, events: ShippingEventFact[]) => Promise<number>;
@@ -81,8 +96,72 @@ export function createShipmentService(deps: {
     return statusByOrder.size;
   };
 
+  /**
+   * Shipments, set-based in the caller's transaction: each sets its matched order's Shipping Status, stores a
+   * `shipping_information` event (with its properties and source) on the contact of its email (created if
+   * unseen, and not past the workspace's contact limit) or else the order's contact, and fires the
+   * `shipping_information` trigger with that source. No order matched: the event is still stored and fires.
+   */
+  async function recordShipments(trx: Knex.Transaction, shipments: ShipmentWrite[]): Promise<Array<{ eventId: string; contactId: string | null }>> {
+    const ensured = await ensureContacts(
+      trx,
+      shipments.flatMap((s) =>
+        s.email ? [{ workspaceId: s.workspaceId, email: s.email, properties: {}, subscriptionStatus: 'non_subscribed' as const, source: s.contactSource }] : [],
+      ),
+      { lock: false },
+    );
+    const matched = new Map<string, Map<string, OrderMatch>>();
+    for (const workspaceId of new Set(shipments.map((s) => s.workspaceId))) {
+      matched.set(workspaceId, await store.matchOrders(trx, workspaceId, shipments.filter((s) => s.workspaceId === workspaceId).map((s) => s.orderRef)));
+    }
+    const statusByOrder = new Map<string, string>();
+    const events: EventRow[] = [];
+    const facts: TriggerFact[] = [];
+    const recorded = shipments.map((s) => {
+      const order = matched.get(s.workspaceId)!.get(s.orderRef) ?? null;
+      // A contact the workspace's contact limit refuses falls back to the order's own.
+      const contactId = (s.email ? ensured.get(contactKey(s.workspaceId, s.email))?.row.id : undefined) ?? order?.contact_id ?? null;
+      const eventId = uuidv7(s.at);
+      if (order) statusByOrder.set(order.id, s.status);
+      events.push({
+        id: eventId,
+        workspace_id: s.workspaceId,
+        contact_id: contactId,
+        anonymous_id: null,
+        event_name: SHIPPING_INFORMATION,
+        properties: s.properties,
+        source: s.source,
+        dedupe_key: null,
+        created_at: s.at,
+        received_at: s.at,
+      });
+      // Nobody to enrol without a contact: like an anonymous event, it fires nothing.
+      if (contactId) {
+        facts.push({
+          workspaceId: s.workspaceId,
+          triggerType: SHIPPING_INFORMATION,
+          eventName: SHIPPING_INFORMATION,
+          contactId,
+          subjectType: 'shipment',
+          subjectId: eventId,
+          source: s.source,
+          payload: { order_id: order?.id ?? null, shipping_status: s.status },
+          at: s.at,
+        });
+      }
+      return { eventId, contactId };
+    });
+    // One after another: a transaction is one connection, which runs one statement at a time.
+    if (statusByOrder.size > 0) await store.setShippingStatus(trx, statusByOrder, Date.now());
+    await eventRecords.insert(trx, events);
+    await outbox.record(trx, facts);
+    return recorded;
+  }
+
   return {
     applyShippingEvents,
+
+    recordShipments,
 
     /**
      * POST /api/v1/events/shipment: sets the matched order's Shipping Status, stores a `shipping_information`
@@ -93,55 +172,21 @@ export function createShipmentService(deps: {
     async shipment(workspaceId: string, body: unknown): Promise<ShipmentReply> {
       const input = parseInput(shipmentSchema, body);
       const properties = parseInput(shipmentBodySchema, body);
-      const ref = input.order.origin_order_id;
-      const source = input.order.site?.platform?.slug ?? null;
       const email = input.customer?.email ?? null;
       return writer.run(async (trx) => {
-        const now = Date.now();
-        const order = (await store.matchOrders(trx, workspaceId, [ref])).get(ref) ?? null;
-        const ensured = email
-          ? await ensureContacts(
-              trx,
-              [{ workspaceId, email, properties: {}, subscriptionStatus: 'non_subscribed', source: SHIPMENT_CONTACT_SOURCE }],
-              { lock: false },
-            )
-          : null;
-        // A contact the workspace's contact limit refuses falls back to the order's own.
-        const contactId = (email ? ensured?.get(contactKey(workspaceId, email))?.row.id : undefined) ?? order?.contact_id ?? null;
-        const eventId = uuidv7(now);
-        // One after another: a transaction is one connection, which runs one statement at a time.
-        if (order) await store.setShippingStatus(trx, new Map([[order.id, input.shipment_status.slug]]), now);
-        await eventRecords.insert(trx, [
+        const [recorded] = await recordShipments(trx, [
           {
-            id: eventId,
-            workspace_id: workspaceId,
-            contact_id: contactId,
-            anonymous_id: null,
-            event_name: SHIPPING_INFORMATION,
+            workspaceId,
+            orderRef: input.order.origin_order_id,
+            status: input.shipment_status.slug,
+            email,
+            contactSource: SHIPMENT_CONTACT_SOURCE,
+            source: input.order.site?.platform?.slug ?? null,
             properties,
-            source,
-            dedupe_key: null,
-            created_at: now,
-            received_at: now,
+            at: Date.now(),
           },
         ]);
-        // Nobody to enrol without a contact: like an anonymous event, it fires nothing.
-        if (contactId) {
-          await outbox.record(trx, [
-            {
-              workspaceId,
-              triggerType: SHIPPING_INFORMATION,
-              eventName: SHIPPING_INFORMATION,
-              contactId,
-              subjectType: 'shipment',
-              subjectId: eventId,
-              source,
-              payload: { order_id: order?.id ?? null, shipping_status: input.shipment_status.slug },
-              at: now,
-            },
-          ]);
-        }
-        return { status: 'processed', event_id: eventId, event_type: SHIPPING_INFORMATION, has_contact: contactId !== null };
+        return { status: 'processed', event_id: recorded!.eventId, event_type: SHIPPING_INFORMATION, has_contact: recorded!.contactId !== null };
       });
     },
 

@@ -182,17 +182,17 @@ export function createTriggerOutbox(dialect: Dialect, options: { onCommit?: (fac
     },
 
     /**
-     * Deletes every fact of the contact (an erasure), before its events are deleted: those the contact index
-     * holds, then the others by their subject: the contact's events (a shipment's fact names its event too) or the
-     * contact itself.
+     * Deletes every fact of the contacts (an erasure), before their events are deleted: those the contact index
+     * holds, then the others by their subject: the contacts' events (a shipment's fact names its event too) or the
+     * contacts themselves.
      */
-    async deleteContactFacts(db: Db, workspaceId: string, contactId: string): Promise<void> {
-      const ofContact = () => db('trigger_outbox').where({ workspace_id: workspaceId, contact_id: contactId });
-      await ofContact().whereRaw(READ_BY_CONTACT_SQL).delete();
-      await ofContact()
-        .whereIn('subject_id', db('events').where({ workspace_id: workspaceId, contact_id: contactId }).select('id'))
+    async deleteContactFacts(db: Db, workspaceId: string, contactIds: string[]): Promise<void> {
+      const ofContacts = () => db('trigger_outbox').where({ workspace_id: workspaceId }).whereIn('contact_id', contactIds);
+      await ofContacts().whereRaw(READ_BY_CONTACT_SQL).delete();
+      await ofContacts()
+        .whereIn('subject_id', db('events').where({ workspace_id: workspaceId }).whereIn('contact_id', contactIds).select('id'))
         .delete();
-      await ofContact().where({ subject_type: 'contact', subject_id: contactId }).delete();
+      await ofContacts().where({ subject_type: 'contact' }).whereIn('subject_id', contactIds).delete();
     },
 
     /** Marks facts consumed (with the error that made one be given up, if any), in the consuming transaction. */

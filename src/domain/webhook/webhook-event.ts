@@ -150,20 +150,29 @@ function eventOf(eventType: string, body: Record<string, unknown>, warnings: str
 const UNSTORABLE_ESCAPE = /\\u(0000|d[89a-f])/i;
 
 /**
+ * A webhook body as a JSON object both databases can store: text they cannot (NUL, unpaired surrogates) is
+ * replaced by U+FFFD. Null when it is not JSON, not an object, or nests deeper than storable.ts allows.
+ */
+export function storableJsonObject(rawBody: string): Record<string, unknown> | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(rawBody);
+  } catch {
+    return null;
+  }
+  if (!isObject(parsed) || tooDeepAt(parsed) !== null) return null;
+  return UNSTORABLE_ESCAPE.test(rawBody) ? toStorableJson(parsed) : parsed;
+}
+
+/**
  * Reads a delivery's raw body; a reply instead when it is skipped before anything is applied. The webhook never
  * refuses a body over its shape: text neither database can store (NUL, unpaired surrogates) is replaced by
  * U+FFFD, and a body that is not a JSON object, or nests deeper than storable.ts allows, is skipped as a
  * `normalize_error` like unparseable JSON.
  */
 export function parseDelivery(rawBody: string): ParsedDelivery | WebhookReply {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(rawBody);
-  } catch {
-    return { status: 'skipped', reason: 'normalize_error' };
-  }
-  if (!isObject(parsed) || tooDeepAt(parsed) !== null) return { status: 'skipped', reason: 'normalize_error' };
-  const body = UNSTORABLE_ESCAPE.test(rawBody) ? toStorableJson(parsed) : parsed;
+  const body = storableJsonObject(rawBody);
+  if (body === null) return { status: 'skipped', reason: 'normalize_error' };
   const eventType = typeof body.event_type === 'string' ? body.event_type.trim() : '';
   if (eventType === '' || eventType.includes('.') || eventType.length > 255) {
     return typeof body.event_type === 'string' ? { status: 'skipped', event_type: body.event_type } : { status: 'skipped' };

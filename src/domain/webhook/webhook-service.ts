@@ -9,8 +9,7 @@ import { canonicalEventName } from '../events/event-names.js';
 import type { EventService } from '../events/event-service.js';
 import type { EventWrite } from '../events/event-write.js';
 import type { OrderChange, OrderUpsert } from '../orders/order-upsert.js';
-import { compositeKey } from '../shared/keys.js';
-import { createWebhookDeliveryStore, type DeliveryKey } from './webhook-delivery-store.js';
+import { createDeliveryKeys, type RetryKey } from './delivery-keys.js';
 import { ORDER_EVENTS, isReply, parseDelivery, type ParsedDelivery, type WebhookReply } from './webhook-event.js';
 
 /** The integration a delivery arrived on (already authenticated). */
@@ -38,8 +37,9 @@ export interface WebhookDeps {
   identityTokens: Pick<IdentityTokenService, 'resolve'>;
 }
 
-const deliveryKey = (d: Delivery) => compositeKey(d.integration.workspaceId, d.parsed.event.eventType, d.parsed.dedupeKey!);
-const storedKey = (key: DeliveryKey) => compositeKey(key.workspace_id, key.event_type, key.external_id);
+/** The retry key: (workspace, event_type, external_id). */
+const retryKey = (d: Delivery): RetryKey | null =>
+  d.parsed.dedupeKey === null ? null : { workspaceId: d.integration.workspaceId, eventType: d.parsed.event.eventType, externalId: d.parsed.dedupeKey, at: d.at };
 
 /**
  * `POST /ecom/{platform}/{integrationId}`: order, cart, customer, product and custom events. A group of
@@ -48,30 +48,7 @@ const storedKey = (key: DeliveryKey) => compositeKey(key.workspace_id, key.event
  */
 export function createWebhookService(deps: WebhookDeps) {
   const { writer, contacts, events, orderUpsert, carts } = deps;
-  const deliveryStore = createWebhookDeliveryStore();
-
-  /** Records the retry keys; returns the deliveries seen before (or earlier in this same group). */
-  async function duplicates(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Set<Delivery>> {
-    const keyed = deliveries.filter((d) => d.parsed.dedupeKey !== null);
-    const seen = new Set<Delivery>();
-    if (keyed.length === 0) return seen;
-    const first = new Map<string, Delivery>();
-    for (const d of keyed) {
-      if (first.has(deliveryKey(d))) seen.add(d);
-      else first.set(deliveryKey(d), d);
-    }
-    const fresh = new Set<string>();
-    const rows = [...first.values()].map((d) => ({
-      workspace_id: d.integration.workspaceId,
-      event_type: d.parsed.event.eventType,
-      external_id: d.parsed.dedupeKey!,
-      received_at: d.at,
-    }));
-    rows.sort((a, b) => (storedKey(a) < storedKey(b) ? -1 : 1));
-    for (const key of await deliveryStore.recordNew(trx, rows)) fresh.add(storedKey(key));
-    for (const [key, d] of first) if (!fresh.has(key)) seen.add(d);
-    return seen;
-  }
+  const deliveryKeys = createDeliveryKeys();
 
   /** Contacts by email (unseen: created `subscribed`, source `website:<domain>`), else by identity token. */
   async function owners(trx: Knex.Transaction, deliveries: Delivery[]): Promise<Map<Delivery, { contactId: string; created: boolean }>> {
@@ -107,7 +84,7 @@ export function createWebhookService(deps: WebhookDeps) {
   }
 
   const applyDeliveries: BatchHandler<Delivery, WebhookReply> = async (trx, deliveries) => {
-    const seen = await duplicates(trx, deliveries);
+    const seen = await deliveryKeys.duplicates(trx, deliveries, retryKey);
     const todo = deliveries.filter((d) => !seen.has(d));
 
     // customer_created / customer_updated: the contact's properties are merged.

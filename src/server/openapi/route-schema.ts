@@ -28,6 +28,13 @@ export const SECURITY_SCHEMES = {
     scheme: 'bearer',
     description: "A Website integration's own key (`whk_…`): the integration webhook only.",
   },
+  platformSignature: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-Shopify-Hmac-Sha256',
+    description:
+      "Shopify and WooCommerce: the base64 HMAC-SHA256 of the raw body with the integration's secret, in `X-Shopify-Hmac-Sha256` or `X-WC-Webhook-Signature`.",
+  },
   siteId: {
     type: 'apiKey',
     in: 'query',
@@ -45,6 +52,7 @@ export const SECURITY_SCHEMES = {
 const SECURITY = {
   apiKey: [{ apiKey: [] }, { accessToken: [] }],
   integrationKey: [{ integrationKey: [] }],
+  platformSignature: [{ platformSignature: [] }],
   siteId: [{ siteId: [] }],
   segmentWriteKey: [{ segmentWriteKey: [] }],
   none: [],

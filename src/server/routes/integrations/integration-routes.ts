@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Services } from '../../../domain/create-services.js';
+import { z } from 'zod';
 import {
   createdIntegrationSchema,
+  createdPlatformIntegrationSchema,
   createIntegrationSchema,
   integrationRecordSchema,
   updateIntegrationSchema,
@@ -12,7 +14,7 @@ import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
 
 const integrations = { tag: 'Integrations', credential: 'apiKey' as const };
 
-/** Store integrations: list (never the key), create and rotate (key shown once), (de)activate. */
+/** Store integrations: list (never the key or secret), create and rotate (key shown once), (de)activate. */
 export function integrationRoutes(services: Services) {
   return async (app: FastifyInstance) => {
     app.get(
@@ -26,9 +28,9 @@ export function integrationRoutes(services: Services) {
       {
         schema: describeRoute({
           ...integrations,
-          summary: 'Create a Website integration; its webhook key is shown once',
+          summary: 'Create a Website integration (its webhook key is shown once), or a Shopify or WooCommerce one (its webhook URL)',
           body: createIntegrationSchema,
-          replies: { 201: createdIntegrationSchema },
+          replies: { 201: z.union([createdIntegrationSchema, createdPlatformIntegrationSchema]) },
           errors: [400, 401],
         }),
       },
@@ -37,7 +39,7 @@ export function integrationRoutes(services: Services) {
 
     app.get<{ Params: { id: string } }>(
       '/integrations/:id',
-      { schema: describeRoute({ ...integrations, summary: 'Read an integration', params: idParams, replies: { 200: integrationRecordSchema }, errors: [401, 404] }) },
+      { schema: describeRoute({ ...integrations, summary: 'Read an integration (Shopify and WooCommerce: with the topics it ignored)', params: idParams, replies: { 200: integrationRecordSchema }, errors: [401, 404] }) },
       async (request) => services.integrations.get(request.workspaceId, request.params.id),
     );
 
