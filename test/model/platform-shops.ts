@@ -381,7 +381,7 @@ export class PlatformShops {
       windows.push([Math.max(earliest, ceilSecond(hi + CONSENT_MARGIN_MS)), now]);
       if (random.chance(0.3)) windows.unshift([Math.max(earliest, floorSecond(lo) - 3 * DAY_MS), floorSecond(lo)]);
     }
-    const open = windows.map(([from, to]) => [ceilSecond(from), floorSecond(to)] as const).filter(([from, to]) => from <= to);
+    const open = windows.map(([from, to]) => [ceilSecond(from), floorSecond(to)] as const).filter(([from, to]) => Number.isFinite(to) && from <= to);
     if (open.length === 0) return;
     const [from, to] = open[0]!;
     const state = random.pick<ShopifyConsentState>(['subscribed', 'subscribed', 'subscribed', 'unsubscribed', 'unsubscribed', 'not_subscribed', 'pending', 'redacted', 'invalid']);

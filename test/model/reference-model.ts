@@ -86,11 +86,6 @@ interface ModelContact {
   statusChange: { lo: number; hi: number };
 }
 
-/** What a platform order keeps beside its view: refunds by id, and the platform time of the snapshot applied. */
-interface PlatformOrderState {
-  refunds: Map<string, number>;
-  updatedAt: number;
-}
 
 /** An upserted order as the model keeps it: what emk must show. */
 type ModelOrder = OrderView;
@@ -139,7 +134,13 @@ export class ReferenceModel {
   readonly tokens = new Map<string, string>();
   /** Webhook retry keys seen: `<event_type>|<key>`, and platform delivery ids as `<platform>|<id>`. */
   private readonly retryKeys = new Set<string>();
-  private readonly platformOrders = new Map<string, PlatformOrderState>();
+  /** Stored platform orders: the platform time of the snapshot applied. */
+  private readonly platformUpdates = new Map<string, number>();
+  /**
+   * Platform refunds by order id, then refund id: kept whichever delivery brings them first, also before the order
+   * is stored (a `refunds/create` that overtook its order counts once the order arrives).
+   */
+  private readonly platformRefunds = new Map<string, Map<string, number>>();
   private readonly anonymousOwners = new Map<string, string>();
 
   /** The contact that claimed an anonymous id, while it lives (an erasure frees the id). */
@@ -159,7 +160,7 @@ export class ReferenceModel {
   engagedContacts = () => [...this.engagements.keys()].filter(this.isLive);
   statusChangeOf = (contact: string) => this.contacts.get(contact)!.statusChange;
   /** The platform time of the snapshot a stored platform order was last updated from; undefined: not stored. */
-  platformUpdatedAt = (externalId: string) => this.platformOrders.get(externalId)?.updatedAt;
+  platformUpdatedAt = (externalId: string) => this.platformUpdates.get(externalId);
 
   /**
    * Reconcile by email: an existing contact never changes status here; a new one takes the writer's status and
@@ -173,7 +174,10 @@ export class ReferenceModel {
     const generation = (this.generations.get(k) ?? 0) + 1;
     this.generations.set(k, generation);
     const key = `${k}#${generation}`;
-    const statusChange = { lo: Math.min(statusAt ?? this.now, this.now), hi: Math.max(statusAt ?? this.now, this.now) };
+    // A contact made `non_subscribed` by default (no one decided): whether that first status is a "status change" a
+    // platform's older consent time loses to is left open by design 34 (emk counts it as none: model-findings.md).
+    const undecided = status === 'non_subscribed' && statusAt === null;
+    const statusChange = { lo: undecided ? -Infinity : Math.min(statusAt ?? this.now, this.now), hi: Math.max(statusAt ?? this.now, this.now) };
     this.contacts.set(key, { key, email: email.trim(), status, source, anonymousIds: new Set(), visits: 0, erased: false, statusChange });
     this.liveByEmail.set(k, key);
     return key;
@@ -291,12 +295,13 @@ export class ReferenceModel {
     return live;
   }
 
-  /** The refunds an order has by id, capped at its total: refunds add up by id and never count twice. */
+  /** Refunds add up by id and never count twice; a stored order's refunded is their sum, capped at its total. */
   private settleRefunds(externalId: string, refunds: Array<{ id: string; amount: number }>): void {
-    const order = this.orders.get(externalId)!;
-    const state = this.platformOrders.get(externalId)!;
-    for (const r of refunds) if (!state.refunds.has(r.id)) state.refunds.set(r.id, r.amount);
-    setTotal(order, order.total, [...state.refunds.values()].reduce((a, b) => a + b, 0));
+    const known = this.platformRefunds.get(externalId) ?? new Map<string, number>();
+    this.platformRefunds.set(externalId, known);
+    for (const r of refunds) if (!known.has(r.id)) known.set(r.id, r.amount);
+    const order = this.orders.get(externalId);
+    if (order && this.platformUpdates.has(externalId)) setTotal(order, order.total, [...known.values()].reduce((a, b) => a + b, 0));
   }
 
   /**
@@ -310,11 +315,11 @@ export class ReferenceModel {
     const o = op.order;
     const existing = this.orders.get(o.id);
     const placed = isPlaced(op.platform, o.status);
-    if (!existing && !placed) return;
+    if (!existing && !placed) return this.settleRefunds(o.id, refundsOf(op.platform, o));
     // An unplaced snapshot of a stored order only updates it (the generator keeps its email's contact alive then).
     const owner = placed ? this.platformContact(op) : undefined;
     if (!existing) {
-      if (owner === undefined) return; // rule 5: the contact limit refused the contact
+      if (owner === undefined) return this.settleRefunds(o.id, refundsOf(op.platform, o)); // rule 5: the contact limit refused the contact
       this.createOrder(o.id, owner, {
         total: o.total,
         currency: o.currency,
@@ -325,13 +330,12 @@ export class ReferenceModel {
         status: o.status,
         orderNumber: o.number,
       });
-      this.platformOrders.set(o.id, { refunds: new Map(), updatedAt: o.updatedAt });
+      this.platformUpdates.set(o.id, o.updatedAt);
       return this.settleRefunds(o.id, refundsOf(op.platform, o));
     }
-    const state = this.platformOrders.get(o.id)!;
     if (isCancelled(op.platform, o)) existing.cancelled = true;
-    if (o.updatedAt >= state.updatedAt) {
-      state.updatedAt = o.updatedAt;
+    if (o.updatedAt >= this.platformUpdates.get(o.id)!) {
+      this.platformUpdates.set(o.id, o.updatedAt);
       existing.total = o.total;
       existing.currency = o.currency;
       existing.status = o.status;
@@ -458,14 +462,14 @@ export class ReferenceModel {
       case 'platform-order':
         return this.platformOrder(op);
       case 'platform-refund':
-        // Refunds of a stored order (Shopify's `refunds/create`); an order emk has not stored gets nothing.
-        if (this.firstDelivery('shopify', op.deliveryId) && this.platformOrders.has(op.orderId)) {
+        // Shopify's `refunds/create`: the refund counts for its order, now or once the order is stored.
+        if (this.firstDelivery('shopify', op.deliveryId)) {
           this.settleRefunds(op.orderId, [{ id: op.refund.id, amount: op.refund.amounts.reduce((a, b) => a + b, 0) }]);
         }
         return;
       case 'platform-order-deleted':
         // WooCommerce's trash: a stored order is cancelled; its status stays as last sent.
-        if (this.firstDelivery('woocommerce', op.deliveryId) && this.platformOrders.has(op.orderId)) this.orders.get(op.orderId)!.cancelled = true;
+        if (this.firstDelivery('woocommerce', op.deliveryId) && this.platformUpdates.has(op.orderId)) this.orders.get(op.orderId)!.cancelled = true;
         return;
       case 'platform-customer':
         if (this.firstDelivery(op.platform, op.deliveryId)) this.platformContact(op);
