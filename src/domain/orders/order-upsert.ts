@@ -193,9 +193,10 @@ export function createOrderUpsert(deps: {
     }
     const cancels = change.kind === 'cancelled' || change.snapshot?.cancelled === true;
     if (cancels && row.cancelled_at === null) patch.cancelled_at = change.at;
-    // What was refunded never exceeds the total, also when a correction lowers the total below it.
+    // What was refunded never exceeds the total, also when a correction lowers the total below it. A snapshot's
+    // refunds only add: what another origin (the sync) recorded as refunded before stays.
     const refunded =
-      change.kind === 'snapshot' ? refunds
+      change.kind === 'snapshot' ? Math.max(refunds, row.refunded_amount)
       : change.kind !== 'refunded' ? row.refunded_amount
       : (f.refunded_amount ?? (f.refund_amount !== undefined ? row.refunded_amount + f.refund_amount : total));
     const capped = Math.min(Math.max(refunded, 0), total);
