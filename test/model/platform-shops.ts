@@ -71,6 +71,7 @@ export class PlatformShops {
     return this.sendOrHold(deliveries);
   }
 
+  /** A customer account created or changed at a shop (at Shopify, often its consent). */
   customerEvent(platform: Platform): PlatformOperation | null {
     const email = this.address();
     if (platform === 'woocommerce') {
