@@ -37,7 +37,7 @@ for (const dialect of DIALECTS.filter((d) => !ONLY || d === ONLY)) {
       }, 300_000);
     }
 
-    it('the comparator catches a wrong owner, credit, revenue, contact or report', async () => {
+    it('the comparator catches a wrong owner, credit, revenue, contact, report or platform order', async () => {
       const harness = await createHarness(dialect);
       try {
         const driver = await EmkDriver.create(harness);
@@ -52,6 +52,8 @@ for (const dialect of DIALECTS.filter((d) => !ONLY || d === ONLY)) {
         expect(compareSnapshots(expected, actual)).toEqual([]);
         const [contactKey] = Object.keys(expected.contacts);
         const [orderKey] = Object.keys(expected.orders);
+        const platformOrderKey = Object.keys(expected.orders).find((k) => ['shopify', 'woocommerce'].includes(expected.orders[k]!.platform));
+        expect(platformOrderKey, 'the sequence has a Shopify or WooCommerce order').toBeDefined();
         const tamperings: Array<(s: Snapshot) => void> = [
           (s) => void (s.contacts[contactKey!]!.revenue += 1),
           (s) => void delete s.contacts[contactKey!],
@@ -60,6 +62,9 @@ for (const dialect of DIALECTS.filter((d) => !ONLY || d === ONLY)) {
           (s) => void (s.senderReports['flow:1']!.orders += 1),
           (s) => void s.revenueReport.push('all campaign:99 USD orders=1 revenue=100'),
           (s) => void s.directOrders.pop(),
+          (s) => void (s.orders[platformOrderKey!]!.refunded += 1),
+          (s) => void (s.orders[platformOrderKey!]!.status = 'pending'),
+          (s) => void (s.contacts[contactKey!]!.source = 'woocommerce:elsewhere.test'),
         ];
         for (const tamper of tamperings) {
           const wrong = model.snapshot();

@@ -321,6 +321,7 @@ describeEachDatabase('platform webhooks', (h) => {
     const woo = { platform: 'woocommerce' as const, topic: 'order.updated' };
     await changes(id, [orderChange('pending@example.com', '8001', { status: 'pending' }, false)], woo);
     expect(await storedOrder(ws, '8001')).toBeUndefined();
+    expect(await contactOf(ws, 'pending@example.com')).toBeUndefined();
     await changes(id, [orderChange('pending@example.com', '8001', { status: 'processing', updatedAt: Date.now() - HOUR / 2 })], woo);
     await changes(id, [orderChange('pending@example.com', '8001', { status: 'failed', updatedAt: Date.now() }, false)], woo);
     const stored = (await storedOrder(ws, '8001'))!;

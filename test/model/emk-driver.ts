@@ -1,11 +1,13 @@
+import { createHmac } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 import { runDueJobs, workerOptionsFor } from '../../src/worker/worker.js';
 import { runEmk } from '../helpers/cli.js';
 import type { Harness, TestWorkspace } from '../helpers/harness.js';
-import type { Burst, Operation, SyncRow } from './operations.js';
-import { FLOWS, VISIT_EVENT, emailKey } from './reference-model.js';
+import { isPlatformOperation, type Burst, type Operation, type Platform, type PlatformOperation, type SyncRow } from './operations.js';
+import { PlatformPayloads } from './platform-payloads.js';
+import { FLOWS, PLATFORM_DOMAINS, VISIT_EVENT, emailKey } from './reference-model.js';
 import { directOrderLine, reportWindows, revenueLine, type ContactView, type OrderView, type Snapshot } from './snapshot.js';
 
 const PER_PAGE = 500;
@@ -36,6 +38,11 @@ export class EmkDriver {
   private readonly sent = new Set<string>();
   private readonly tmpDir: string;
   private cliFiles = 0;
+  /** The workspace's Shopify and WooCommerce integrations: id and webhook secret. */
+  private readonly integrations = new Map<Platform, { id: string; secret: string }>();
+  private readonly payloads: PlatformPayloads;
+  /** Platform delivery ids sent in earlier bursts: a copy now must be answered `duplicate`. */
+  private readonly deliveredIds = new Set<string>();
 
   private constructor(
     private readonly h: Harness,
@@ -44,6 +51,7 @@ export class EmkDriver {
     private readonly start: number,
   ) {
     this.tmpDir = mkdtempSync(join(inject('tmpDir'), 'model-'));
+    this.payloads = new PlatformPayloads((at) => this.start + at);
   }
 
   static async create(h: Harness): Promise<EmkDriver> {
@@ -59,6 +67,12 @@ export class EmkDriver {
       if (reply.statusCode !== 201) throw new Error(`flow: ${reply.body}`);
       driver.senderIds.set(name, reply.json().id);
       driver.senderNames.set(reply.json().id, name);
+    }
+    for (const platform of ['shopify', 'woocommerce'] as const) {
+      const secret = `model-${platform}-secret`;
+      const reply = await driver.api('POST', '/integrations', { platform, secret, shop_domain: PLATFORM_DOMAINS[platform] });
+      if (reply.statusCode !== 201) throw new Error(`${platform} integration: ${reply.statusCode} ${reply.body}`);
+      driver.integrations.set(platform, { id: reply.json().id, secret });
     }
     return driver;
   }
@@ -108,8 +122,9 @@ export class EmkDriver {
 
   async run(burst: Burst): Promise<void> {
     this.h.clock.advance(burst.advanceMs);
-    await Promise.all(burst.operations.map((op) => this.apply(op)));
+    const answers = await Promise.all(burst.operations.map((op) => this.apply(op)));
     const ops = burst.operations;
+    this.checkDeliveryAnswers(ops, answers);
     if (ops.some((op) => op.kind === 'send-campaign' || op.kind === 'flow-trigger')) {
       await runDueJobs(workerOptionsFor(this.h.services, { onFailure: (job, error) => this.problems.push(`job ${job.kind}: ${String(error)}`), pollMs: 20 }));
       for (const op of ops) {
@@ -180,8 +195,58 @@ export class EmkDriver {
     if (unexpected.length > 0) this.problems.push(`sync errors: ${JSON.stringify(unexpected)}`);
   }
 
-  private async apply(op: Operation): Promise<void> {
+  /**
+   * A platform delivery id is processed once: a copy sent in an earlier burst is a `duplicate`, and of the copies
+   * sent together exactly one is `processed`. Deliveries without an id are processed each time.
+   */
+  private checkDeliveryAnswers(ops: Operation[], answers: Array<string | void>): void {
+    const processed = new Map<string, number>();
+    ops.forEach((op, i) => {
+      const status = answers[i];
+      if (!isPlatformOperation(op) || status === undefined) return;
+      const what = `${describeDelivery(op)} answered ${status}`;
+      if (op.deliveryId === null) {
+        if (status !== 'processed') this.problems.push(`${what}, expected processed (no delivery id)`);
+      } else if (this.deliveredIds.has(op.deliveryId)) {
+        if (status !== 'duplicate') this.problems.push(`${what}, expected duplicate (sent in an earlier burst)`);
+      } else processed.set(op.deliveryId, (processed.get(op.deliveryId) ?? 0) + (status === 'processed' ? 1 : 0));
+    });
+    for (const [id, count] of processed) {
+      this.deliveredIds.add(id);
+      if (count !== 1) this.problems.push(`delivery ${id}: ${count} of its copies in one burst were processed, expected 1`);
+    }
+  }
+
+  /** Posts a platform delivery, signed as the platform signs it (base64 HMAC-SHA256 of the exact body). Its answer's `status`. */
+  private async deliver(op: PlatformOperation): Promise<string | undefined> {
+    const delivery = this.payloads.delivery(op, this.h.clock());
+    const integration = this.integrations.get(delivery.platform)!;
+    const raw = JSON.stringify(delivery.body);
+    const signature = createHmac('sha256', integration.secret).update(raw, 'utf8').digest('base64');
+    const reply = await this.h.request({
+      method: 'POST',
+      url: `/ecom/${delivery.platform}/${integration.id}`,
+      headers: {
+        ...delivery.headers,
+        'content-type': 'application/json',
+        [delivery.platform === 'shopify' ? 'x-shopify-hmac-sha256' : 'x-wc-webhook-signature']: signature,
+      },
+      payload: raw,
+    });
+    this.expect(describeDelivery(op), reply.statusCode, [200], reply.body);
+    if (reply.statusCode !== 200) return undefined;
+    const { status, topic } = reply.json();
+    if (topic !== delivery.topic) this.problems.push(`${describeDelivery(op)} answered topic ${JSON.stringify(topic)}`);
+    return status;
+  }
+
+  private async apply(op: Operation): Promise<string | void> {
     switch (op.kind) {
+      case 'platform-order':
+      case 'platform-refund':
+      case 'platform-order-deleted':
+      case 'platform-customer':
+        return this.deliver(op);
       case 'webhook-order':
         return this.webhook(this.webhookBody(op));
       case 'webhook-customer':
@@ -279,8 +344,9 @@ export class EmkDriver {
         // A message emk never sent: the recipients comparison tells why.
         if (!message) return;
         const reply = await this.h.request({ method: 'GET', url: op.kind === 'open' ? message.openPath : message.clickPath });
-        this.expect(op.kind, reply.statusCode, op.kind === 'open' ? [200] : [302], reply.body);
-        if (op.kind === 'click') {
+        // A click of an erased contact's message is a 404 (its message is gone: no open redirect, docs/email.md).
+        this.expect(op.kind, reply.statusCode, op.kind === 'open' ? [200] : [302, 404], reply.body);
+        if (op.kind === 'click' && reply.statusCode === 302) {
           const token = new URL(String(reply.headers.location)).searchParams.get('_ir_id');
           if (token) this.tokens.set(op.message, token);
         }
@@ -337,6 +403,7 @@ export class EmkDriver {
         orderedAt,
         platform: o.platform,
         credit: senderOf(o),
+        ...(o.platform === 'shopify' || o.platform === 'woocommerce' ? { status: o.status, orderNumber: o.order_number } : {}),
       };
       let key = o.external_id;
       while (key in orders) key += ' (again)';
@@ -378,10 +445,20 @@ function emailsOf(op: Operation): string[] {
     case 'webhook-customer':
     case 'identify':
     case 'upsert-contact':
+    case 'platform-order':
+    case 'platform-customer':
       return [op.email];
     case 'sync':
       return op.rows.map((row) => row.email);
     default:
       return [];
   }
+}
+
+function describeDelivery(op: PlatformOperation): string {
+  const [platform, topic] =
+    op.kind === 'platform-refund' ? ['shopify', 'refunds/create']
+    : op.kind === 'platform-order-deleted' ? ['woocommerce', 'order.deleted']
+    : [op.platform, op.topic];
+  return `${platform} ${topic} delivery ${op.deliveryId ?? '(none)'}`;
 }

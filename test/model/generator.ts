@@ -1,6 +1,7 @@
-import { DAY_MS, type Burst, type OrderEventType, type Operation, type SubscriptionStatus, type SyncRow, type WebhookOrder } from './operations.js';
+import { DAY_MS, isPlatformOperation, type Burst, type OrderEventType, type Operation, type SubscriptionStatus, type SyncRow, type WebhookOrder } from './operations.js';
+import { PlatformShops } from './platform-shops.js';
 import { seededRandom, type Random } from './random.js';
-import { FLOWS, ReferenceModel, emailKey } from './reference-model.js';
+import { FLOWS, ReferenceModel, deliveredConsent, emailKey } from './reference-model.js';
 
 const HOUR_MS = 3_600_000;
 const MAX_BURST = 8;
@@ -30,6 +31,12 @@ const WEIGHTS = {
   windows: 0.4,
   contactLimit: 0.4,
   syncCli: 0.4,
+  shopifyOrder: 9,
+  wooOrder: 7,
+  shopifyCustomer: 1.5,
+  wooCustomer: 0.8,
+  platformLate: 2.5,
+  platformRetry: 2,
 };
 type Draw = keyof typeof WEIGHTS;
 
@@ -45,7 +52,14 @@ export function generateBursts(seed: number, operationCount: number): Burst[] {
   const random = seededRandom(seed);
   const model = new ReferenceModel();
   const bursts: Burst[] = [];
-  const state: GeneratorState = { random, model, counters: { email: 0, order: 0, event: 0, anonymous: 0, campaign: 0 }, webhookHistory: [], syncFiles: [] };
+  const counters = { email: 0, order: 0, event: 0, anonymous: 0, campaign: 0 };
+  const state: GeneratorState = { random, model, counters, webhookHistory: [], syncFiles: [], shops: null! };
+  // A third of the shops' buyers opened or clicked a message: their orders test attribution.
+  const buyer = () => {
+    const engaged = model.engagedContacts();
+    return engaged.length > 0 && random.chance(0.3) ? spell(random, model.contacts.get(random.pick(engaged))!.email) : email(state);
+  };
+  state.shops = new PlatformShops(random, model, buyer, (address) => orderedAt(state, model.contactOf(address)));
   // A CLI spawn is slow: two in a short run, one every 400 operations in a long one, the first early.
   const cliEvery = Math.min(400, Math.floor(operationCount / 2));
   let total = 0;
@@ -80,6 +94,8 @@ interface GeneratorState {
   webhookHistory: Operation[];
   /** Rows of earlier syncs, for re-runs (with corrections). */
   syncFiles: SyncRow[][];
+  /** The Shopify and WooCommerce shops whose deliveries the run sends. */
+  shops: PlatformShops;
 }
 
 type Claim = [resource: string, exclusive: boolean];
@@ -95,11 +111,15 @@ function burstOperations(state: GeneratorState, size: number): Operation[] {
       continue;
     }
     const wanted = claimsOf(state.model, op);
-    if (wanted.some(([resource, exclusive]) => claims.has(resource) && (exclusive || claims.get(resource)))) continue;
+    if (wanted.some(([resource, exclusive]) => claims.has(resource) && (exclusive || claims.get(resource)))) {
+      if (isPlatformOperation(op)) state.shops.rejected(op);
+      continue;
+    }
     for (const [resource, exclusive] of wanted) claims.set(resource, (claims.get(resource) ?? false) || exclusive);
     operations.push(op);
+    if (isPlatformOperation(op)) state.shops.accepted(op);
     // A concurrent retry of the very same request: the copies must converge whatever the order.
-    if (['webhook-order', 'direct-order', 'sync'].includes(op.kind) && random.chance(0.12)) operations.push(op);
+    if ((['webhook-order', 'direct-order', 'sync'].includes(op.kind) || isPlatformOperation(op)) && random.chance(0.12)) operations.push(op);
   }
   return operations;
 }
@@ -157,6 +177,20 @@ function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
     case 'windows':
     case 'contact-limit':
       return [];
+    case 'platform-order':
+    case 'platform-customer': {
+      // A timed consent may change an existing contact's status: it holds the contact alone.
+      const timed = deliveredConsent(op)?.at != null;
+      const out: Claim[] = contact(op.email).map(([resource, exclusive]) => [resource, exclusive || (timed && resource.startsWith('contact:'))]);
+      if (op.deliveryId !== null) out.push([`retry:${op.platform}|${op.deliveryId}`, true]);
+      if (op.kind === 'platform-order') out.push([`order:${op.order.id}`, true]);
+      return out;
+    }
+    case 'platform-refund':
+    case 'platform-order-deleted': {
+      const platform = op.kind === 'platform-refund' ? 'shopify' : 'woocommerce';
+      return [[`order:${op.orderId}`, true], ...(op.deliveryId !== null ? [[`retry:${platform}|${op.deliveryId}`, true] as Claim] : [])];
+    }
   }
 }
 
@@ -164,9 +198,13 @@ function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
 function email(state: GeneratorState, fresh = false): string {
   const { random, counters } = state;
   const n = fresh || counters.email === 0 || random.chance(0.15) ? ++counters.email : random.int(1, counters.email);
-  const plain = `buyer${n}@model.test`;
+  return spell(random, `buyer${n}@model.test`);
+}
+
+/** An address as written, or (three times in ten) in a random letter case. */
+function spell(random: Random, plain: string): string {
   if (!random.chance(0.3)) return plain;
-  return [...plain].map((ch) => (random.chance(0.5) ? ch.toUpperCase() : ch)).join('');
+  return [...plain.toLowerCase()].map((ch) => (random.chance(0.5) ? ch.toUpperCase() : ch)).join('');
 }
 
 const cents = (random: Random) => random.int(100, 30_000);
@@ -187,8 +225,9 @@ function orderedAt(state: GeneratorState, owner: string | undefined): number {
   return model.now - random.int(0, 2 * DAY_MS);
 }
 
+/** An order of the website webhook or of a sync (platform orders change only through their platform's deliveries). */
 function existingOrder(state: GeneratorState): string | null {
-  const ids = [...state.model.orders.keys()];
+  const ids = [...state.model.orders].filter(([, o]) => o.platform === 'website' || o.platform === 'sync').map(([id]) => id);
   return ids.length === 0 ? null : state.random.pick(ids);
 }
 
@@ -337,6 +376,16 @@ function drawOperation(state: GeneratorState, draw: Draw): Operation {
     }
     case 'windows':
       return { kind: 'windows', clickDays: random.int(1, 7), openDays: random.int(1, 5) };
+    case 'shopifyOrder':
+    case 'wooOrder':
+      return state.shops.orderEvent(draw === 'shopifyOrder' ? 'shopify' : 'woocommerce') ?? drawOperation(state, 'placed');
+    case 'shopifyCustomer':
+    case 'wooCustomer':
+      return state.shops.customerEvent(draw === 'shopifyCustomer' ? 'shopify' : 'woocommerce') ?? drawOperation(state, 'customer');
+    case 'platformLate':
+      return state.shops.late() ?? drawOperation(state, 'shopifyOrder');
+    case 'platformRetry':
+      return state.shops.retry() ?? drawOperation(state, 'wooOrder');
     case 'contactLimit':
       // A limit at or just above today's count (new contacts refused, or a few more let in), or none.
       return { kind: 'contact-limit', limit: model.contactLimit === null || random.chance(0.3) ? model.liveContacts().length + random.int(0, 2) : null };

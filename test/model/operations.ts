@@ -30,6 +30,45 @@ export interface SyncRow {
   orderedAt: number;
 }
 
+export type Platform = 'shopify' | 'woocommerce';
+
+/** Shopify's `email_marketing_consent.state` values. */
+export type ShopifyConsentState = 'subscribed' | 'unsubscribed' | 'not_subscribed' | 'pending' | 'redacted' | 'invalid';
+
+/** A customer's email-marketing consent as Shopify holds it: the state and `consent_updated_at` (null: not sent). */
+export interface ShopifyConsent {
+  state: ShopifyConsentState;
+  at: number | null;
+}
+
+/** A platform refund: its id and the amounts of its transactions (Shopify: successful ones count; `failed` do not). */
+export interface PlatformRefund {
+  id: string;
+  amounts: number[];
+  failed?: number[];
+}
+
+/** A whole order as the platform sends it at `updatedAt` (every field the model needs; the driver adds the rest). */
+export interface PlatformOrderSnapshot {
+  /** The platform's numeric id, as a string. */
+  id: string;
+  /** Shopify's `name` (`#1001`), WooCommerce's `number`. */
+  number: string;
+  total: number;
+  currency: string;
+  /** Shopify's `financial_status`, WooCommerce's `status`. */
+  status: string;
+  createdAt: number;
+  updatedAt: number;
+  /** Shopify's `cancelled_at` (WooCommerce says it by its status). */
+  cancelledAt: number | null;
+  refunds: PlatformRefund[];
+  /** Shopify: the order's `customer` (with its consent), or none (then only `buyer_accepts_marketing` tells consent). */
+  customer: { consent: ShopifyConsent; emailOnlyThere: boolean } | null;
+  /** Shopify: `buyer_accepts_marketing`. */
+  buyerAcceptsMarketing: boolean;
+}
+
 export type Operation =
   | {
       kind: 'webhook-order';
@@ -57,7 +96,19 @@ export type Operation =
   | { kind: 'flow-trigger'; contact: string; flow: string }
   | { kind: 'open' | 'click'; message: string }
   | { kind: 'windows'; clickDays: number; openDays: number }
-  | { kind: 'contact-limit'; limit: number | null };
+  | { kind: 'contact-limit'; limit: number | null }
+  /** A Shopify `orders/*` or WooCommerce `order.*` delivery carrying the whole order; `email` as this delivery spells it. */
+  | { kind: 'platform-order'; platform: Platform; topic: string; deliveryId: string | null; email: string; order: PlatformOrderSnapshot }
+  /** Shopify `refunds/create` for the order with this id. */
+  | { kind: 'platform-refund'; deliveryId: string | null; orderId: string; refund: PlatformRefund }
+  /** WooCommerce `order.deleted` (moved to the trash): the payload is the order's id only. */
+  | { kind: 'platform-order-deleted'; deliveryId: string | null; orderId: string }
+  /** Shopify `customers/create|update` (with the customer's consent) or WooCommerce `customer.created|updated`. */
+  | { kind: 'platform-customer'; platform: Platform; topic: string; deliveryId: string | null; email: string; consent: ShopifyConsent | null };
+
+/** The platform operations: deliveries to `/ecom/shopify/{id}` and `/ecom/woocommerce/{id}`. */
+export type PlatformOperation = Extract<Operation, { kind: `platform-${string}` }>;
+export const isPlatformOperation = (op: Operation): op is PlatformOperation => op.kind.startsWith('platform-');
 
 export type SubscriptionStatus = 'subscribed' | 'unsubscribed' | 'non_subscribed';
 
@@ -74,6 +125,11 @@ const time = (at: number | undefined) => {
   const rest = new Date(Math.abs(at) % DAY_MS).toISOString().slice(11, 23);
   return `T${at < 0 ? '-' : '+'}${days}d${rest}`;
 };
+
+const refunds = (list: PlatformRefund[]) =>
+  list.map((r) => `${r.id}:${r.amounts.map(money).join('+')}${r.failed?.length ? `(failed ${r.failed.map(money).join('+')})` : ''}`).join(',');
+const consent = (c: ShopifyConsent) => `${c.state}@${time(c.at ?? undefined)}`;
+const delivery = (id: string | null) => `delivery=${id ?? '(none)'}`;
 
 /** One line a reader can replay by hand. */
 export function describeOperation(op: Operation): string {
@@ -118,6 +174,24 @@ export function describeOperation(op: Operation): string {
       return `PATCH /settings click_window_days=${op.clickDays} open_window_days=${op.openDays}`;
     case 'contact-limit':
       return `PATCH /settings contact_limit=${op.limit}`;
+    case 'platform-order': {
+      const o = op.order;
+      const customer =
+        op.platform === 'woocommerce' ? ''
+        : o.customer === null ? ` no-customer buyer_accepts_marketing=${o.buyerAcceptsMarketing}`
+        : ` customer-consent=${consent(o.customer.consent)}${o.customer.emailOnlyThere ? ' (email in customer only)' : ''}`;
+      return (
+        `${op.platform} ${op.topic} ${delivery(op.deliveryId)} id=${o.id} number=${o.number} email=${op.email} total=${money(o.total)} ${o.currency} ` +
+        `status=${o.status} created=${time(o.createdAt)} updated=${time(o.updatedAt)}${o.cancelledAt !== null ? ` cancelled=${time(o.cancelledAt)}` : ''} ` +
+        `refunds=[${refunds(o.refunds)}]${customer}`
+      );
+    }
+    case 'platform-refund':
+      return `shopify refunds/create ${delivery(op.deliveryId)} order=${op.orderId} refund=${refunds([op.refund])}`;
+    case 'platform-order-deleted':
+      return `woocommerce order.deleted ${delivery(op.deliveryId)} id=${op.orderId}`;
+    case 'platform-customer':
+      return `${op.platform} ${op.topic} ${delivery(op.deliveryId)} email=${op.email}${op.consent ? ` consent=${consent(op.consent)}` : ''}`;
   }
 }
 

@@ -1,4 +1,14 @@
-import { DAY_MS, type Operation, type SubscriptionStatus, type SyncRow, type WebhookOrder } from './operations.js';
+import {
+  DAY_MS,
+  type Operation,
+  type Platform,
+  type PlatformOperation,
+  type PlatformOrderSnapshot,
+  type ShopifyConsentState,
+  type SubscriptionStatus,
+  type SyncRow,
+  type WebhookOrder,
+} from './operations.js';
 import { directOrderLine, reportWindows, revenueLine, type ContactView, type OrderView, type Snapshot } from './snapshot.js';
 
 /**
@@ -16,6 +26,50 @@ export const VISIT_EVENT = 'model_visit';
 
 export const emailKey = (email: string) => email.trim().toLowerCase();
 
+/** The shops of the driver's Shopify and WooCommerce integrations (`shop_domain`). */
+export const PLATFORM_DOMAINS: Record<Platform, string> = { shopify: 'model-shop.myshopify.com', woocommerce: 'woo.model.test' };
+/** The source of what a platform's deliveries create (design 34: `<platform>:<domain>`). */
+export const platformSource = (platform: Platform) => `${platform}:${PLATFORM_DOMAINS[platform]}`;
+
+/** Shopify's consent states in emk's terms (design 34). */
+export const consentStatus = (state: ShopifyConsentState): SubscriptionStatus =>
+  state === 'subscribed' ? 'subscribed' : state === 'unsubscribed' ? 'unsubscribed' : 'non_subscribed';
+
+/**
+ * The consent a platform delivery carries: the status a new contact takes, and the platform's consent time (only a
+ * timed consent can change an existing contact). Shopify: the customer's `email_marketing_consent`, else
+ * `buyer_accepts_marketing` (untimed; false is no consent given: `non_subscribed`). WooCommerce core has none.
+ */
+export function deliveredConsent(op: PlatformOperation): { status: SubscriptionStatus; at: number | null } | null {
+  if (op.kind === 'platform-customer') return op.consent && { status: consentStatus(op.consent.state), at: op.consent.at };
+  if (op.kind !== 'platform-order' || op.platform !== 'shopify') return null;
+  const customer = op.order.customer;
+  if (customer) return { status: consentStatus(customer.consent.state), at: customer.consent.at };
+  return { status: op.order.buyerAcceptsMarketing ? 'subscribed' : 'non_subscribed', at: null };
+}
+
+/** WooCommerce statuses of orders not placed (design 34): nothing new is stored, a stored order is updated. */
+const WOO_NOT_PLACED = new Set(['pending', 'failed', 'checkout-draft']);
+export const isPlaced = (platform: Platform, status: string) => platform === 'shopify' || !WOO_NOT_PLACED.has(status);
+/** Shopify: `cancelled_at` set; WooCommerce: `cancelled`, or `trash` (a trashed order). */
+const isCancelled = (platform: Platform, o: PlatformOrderSnapshot) =>
+  platform === 'shopify' ? o.cancelledAt !== null : o.status === 'cancelled' || o.status === 'trash';
+
+/**
+ * The refunds a snapshot lists, by id: Shopify's successful refund transactions summed per refund; WooCommerce's
+ * `refunds[]`; a WooCommerce order `refunded` with none listed is refunded in full under the id `status:refunded`.
+ */
+function refundsOf(platform: Platform, o: PlatformOrderSnapshot): Array<{ id: string; amount: number }> {
+  if (platform === 'woocommerce' && o.status === 'refunded' && o.refunds.length === 0) return [{ id: 'status:refunded', amount: o.total }];
+  return o.refunds.map((r) => ({ id: r.id, amount: r.amounts.reduce((a, b) => a + b, 0) }));
+}
+
+/**
+ * A platform consent time must be this much later than a contact's last status change to count as later for sure
+ * (emk may keep its own times to the second); one at or before it is not later whatever emk keeps.
+ */
+export const CONSENT_MARGIN_MS = 1000;
+
 interface ModelContact {
   key: string;
   email: string;
@@ -24,7 +78,14 @@ interface ModelContact {
   anonymousIds: Set<string>;
   visits: number;
   erased: boolean;
+  /**
+   * When the status last changed in emk, as bounds: a change whose time the design leaves open (emk's clock or the
+   * platform's consent time; a write of the same status) widens them. The generator draws platform consent times
+   * outside them, so "later than the last status change" has one answer.
+   */
+  statusChange: { lo: number; hi: number };
 }
+
 
 /** An upserted order as the model keeps it: what emk must show. */
 type ModelOrder = OrderView;
@@ -71,8 +132,15 @@ export class ReferenceModel {
   readonly messages = new Map<string, Message>();
   /** Identity tokens minted by clicks: the clicked message → its contact. */
   readonly tokens = new Map<string, string>();
-  /** Webhook retry keys seen: `<event_type>|<key>`. */
+  /** Webhook retry keys seen: `<event_type>|<key>`, and platform delivery ids as `<platform>|<id>`. */
   private readonly retryKeys = new Set<string>();
+  /** Stored platform orders: the platform time of the snapshot applied. */
+  private readonly platformUpdates = new Map<string, number>();
+  /**
+   * Platform refunds by order id, then refund id: kept whichever delivery brings them first, also before the order
+   * is stored (a `refunds/create` that overtook its order counts once the order arrives).
+   */
+  private readonly platformRefunds = new Map<string, Map<string, number>>();
   private readonly anonymousOwners = new Map<string, string>();
 
   /** The contact that claimed an anonymous id, while it lives (an erasure frees the id). */
@@ -88,12 +156,17 @@ export class ReferenceModel {
   /** The live contact of an email, if any. */
   contactOf = (email: string) => this.liveByEmail.get(emailKey(email));
   engagementsOf = (contact: string): readonly Engagement[] => this.engagements.get(contact) ?? [];
+  /** Live contacts that opened or clicked something. */
+  engagedContacts = () => [...this.engagements.keys()].filter(this.isLive);
+  statusChangeOf = (contact: string) => this.contacts.get(contact)!.statusChange;
+  /** The platform time of the snapshot a stored platform order was last updated from; undefined: not stored. */
+  platformUpdatedAt = (externalId: string) => this.platformUpdates.get(externalId);
 
   /**
    * Reconcile by email: an existing contact never changes status here; a new one takes the writer's status and
    * source, unless the workspace's contact limit is reached (undefined then).
    */
-  private ensureContact(email: string, status: SubscriptionStatus, source: string): string | undefined {
+  private ensureContact(email: string, status: SubscriptionStatus, source: string, statusAt: number | null = null): string | undefined {
     const k = emailKey(email);
     const live = this.liveByEmail.get(k);
     if (live) return live;
@@ -101,7 +174,11 @@ export class ReferenceModel {
     const generation = (this.generations.get(k) ?? 0) + 1;
     this.generations.set(k, generation);
     const key = `${k}#${generation}`;
-    this.contacts.set(key, { key, email: email.trim(), status, source, anonymousIds: new Set(), visits: 0, erased: false });
+    // A contact made `non_subscribed` by default (no one decided): whether that first status is a "status change" a
+    // platform's older consent time loses to is left open by design 34 (emk counts it as none: model-findings.md).
+    const undecided = status === 'non_subscribed' && statusAt === null;
+    const statusChange = { lo: undecided ? -Infinity : Math.min(statusAt ?? this.now, this.now), hi: Math.max(statusAt ?? this.now, this.now) };
+    this.contacts.set(key, { key, email: email.trim(), status, source, anonymousIds: new Set(), visits: 0, erased: false, statusChange });
     this.liveByEmail.set(k, key);
     return key;
   }
@@ -186,6 +263,87 @@ export class ReferenceModel {
     });
   }
 
+  /** A first delivery of a platform's, or one without an id (applied each time); a known id is a duplicate. */
+  private firstDelivery(platform: Platform, deliveryId: string | null): boolean {
+    if (deliveryId === null) return true;
+    const key = `${platform}|${deliveryId}`;
+    if (this.retryKeys.has(key)) return false;
+    this.retryKeys.add(key);
+    return true;
+  }
+
+  /**
+   * The contact of a platform delivery's email: an existing one changes status only for a platform consent time
+   * later than its last status change in emk; a new one takes the delivery's consent (else `non_subscribed`).
+   */
+  private platformContact(op: PlatformOperation & { email: string; platform: Platform }): string | undefined {
+    const consent = deliveredConsent(op);
+    const live = this.contactOf(op.email);
+    if (live === undefined) return this.ensureContact(op.email, consent?.status ?? 'non_subscribed', platformSource(op.platform), consent?.at ?? null);
+    if (consent === null || consent.at === null) return live;
+    const c = this.contacts.get(live)!;
+    const { lo, hi } = c.statusChange;
+    if (consent.at <= lo) return live; // not later than the last change, whichever time emk kept
+    if (consent.status === c.status) {
+      // Applied or not, the status stays: the last change is now one of the times seen so far.
+      c.statusChange = { lo, hi: Math.max(hi, consent.at, this.now) };
+      return live;
+    }
+    if (consent.at < hi + CONSENT_MARGIN_MS) throw new Error(`the generator drew a consent time the design leaves open: ${consent.at} near ${JSON.stringify(c.statusChange)}`);
+    c.status = consent.status;
+    c.statusChange = { lo: Math.min(consent.at, this.now), hi: Math.max(consent.at, this.now) };
+    return live;
+  }
+
+  /** Refunds add up by id and never count twice; a stored order's refunded is their sum, capped at its total. */
+  private settleRefunds(externalId: string, refunds: Array<{ id: string; amount: number }>): void {
+    const known = this.platformRefunds.get(externalId) ?? new Map<string, number>();
+    this.platformRefunds.set(externalId, known);
+    for (const r of refunds) if (!known.has(r.id)) known.set(r.id, r.amount);
+    const order = this.orders.get(externalId);
+    if (order && this.platformUpdates.has(externalId)) setTotal(order, order.total, [...known.values()].reduce((a, b) => a + b, 0));
+  }
+
+  /**
+   * A platform order snapshot (design 34): a placed order is stored when first seen (attributed from its creation
+   * time, owned by its email's contact); an unplaced one stores nothing new. A stored order takes a snapshot's
+   * fields unless the snapshot is older than the one applied, and always its unseen refunds and its cancellation
+   * (which sticks). The owner never changes.
+   */
+  private platformOrder(op: Extract<Operation, { kind: 'platform-order' }>): void {
+    if (!this.firstDelivery(op.platform, op.deliveryId)) return;
+    const o = op.order;
+    const existing = this.orders.get(o.id);
+    const placed = isPlaced(op.platform, o.status);
+    if (!existing && !placed) return this.settleRefunds(o.id, refundsOf(op.platform, o));
+    // An unplaced snapshot of a stored order only updates it (the generator keeps its email's contact alive then).
+    const owner = placed ? this.platformContact(op) : undefined;
+    if (!existing) {
+      if (owner === undefined) return this.settleRefunds(o.id, refundsOf(op.platform, o)); // rule 5: the contact limit refused the contact
+      this.createOrder(o.id, owner, {
+        total: o.total,
+        currency: o.currency,
+        orderedAt: o.createdAt,
+        platform: op.platform,
+        cancelled: isCancelled(op.platform, o),
+        refunded: 0,
+        status: o.status,
+        orderNumber: o.number,
+      });
+      this.platformUpdates.set(o.id, o.updatedAt);
+      return this.settleRefunds(o.id, refundsOf(op.platform, o));
+    }
+    if (isCancelled(op.platform, o)) existing.cancelled = true;
+    if (o.updatedAt >= this.platformUpdates.get(o.id)!) {
+      this.platformUpdates.set(o.id, o.updatedAt);
+      existing.total = o.total;
+      existing.currency = o.currency;
+      existing.status = o.status;
+      existing.orderNumber = o.number;
+    }
+    this.settleRefunds(o.id, refundsOf(op.platform, o));
+  }
+
   private identify(email: string, anonymousId: string | undefined): void {
     const contact = this.ensureContact(email, 'non_subscribed', 'collect');
     if (contact === undefined) return;
@@ -261,9 +419,14 @@ export class ReferenceModel {
       case 'upsert-contact':
         this.ensureContact(op.email, op.status ?? 'non_subscribed', 'api');
         return;
-      case 'set-status':
-        if (this.isLive(op.contact)) this.contacts.get(op.contact)!.status = op.status;
+      case 'set-status': {
+        const c = this.contacts.get(op.contact);
+        if (!c || c.erased) return;
+        // Setting the status it has may or may not count as a change: the bounds take both.
+        c.statusChange = c.status === op.status ? { lo: c.statusChange.lo, hi: this.now } : { lo: this.now, hi: this.now };
+        c.status = op.status;
         return;
+      }
       case 'erase':
         return this.erase(op.contact);
       case 'send-campaign': {
@@ -295,6 +458,21 @@ export class ReferenceModel {
         return;
       case 'contact-limit':
         this.contactLimit = op.limit;
+        return;
+      case 'platform-order':
+        return this.platformOrder(op);
+      case 'platform-refund':
+        // Shopify's `refunds/create`: the refund counts for its order, now or once the order is stored.
+        if (this.firstDelivery('shopify', op.deliveryId)) {
+          this.settleRefunds(op.orderId, [{ id: op.refund.id, amount: op.refund.amounts.reduce((a, b) => a + b, 0) }]);
+        }
+        return;
+      case 'platform-order-deleted':
+        // WooCommerce's trash: a stored order is cancelled; its status stays as last sent.
+        if (this.firstDelivery('woocommerce', op.deliveryId) && this.platformUpdates.has(op.orderId)) this.orders.get(op.orderId)!.cancelled = true;
+        return;
+      case 'platform-customer':
+        if (this.firstDelivery(op.platform, op.deliveryId)) this.platformContact(op);
         return;
     }
   }

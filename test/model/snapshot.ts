@@ -25,6 +25,9 @@ export interface OrderView {
   platform: string;
   /** `campaign:<n>` / `flow:<n>`, or null. */
   credit: string | null;
+  /** Shopify and WooCommerce orders: the status as last sent and the order number. */
+  status?: string;
+  orderNumber?: string;
 }
 
 export interface Snapshot {

@@ -23,6 +23,7 @@ import {
   type SubscriptionStatus,
 } from './contact.schema.js';
 import { uuidv7 } from '../shared/ids.js';
+import { systemClock, type Clock } from '../shared/time.js';
 import { compositeKey, pairOf } from '../shared/keys.js';
 import { createContactStore, contactKey, type ContactRow, type StatusChange } from './contact-store.js';
 import { emailKey } from '../shared/keys.js';
@@ -132,8 +133,11 @@ export function createContactService(deps: {
   settings: Pick<SettingsService, 'cached'>;
   /** New contacts are reported as they are written (planner statistics on PostgreSQL). */
   tableGrowth: TableGrowth;
+  /** When status changes happen (the consent history's times, which a platform's consent time is compared with). */
+  clock?: Clock;
 }) {
   const { knex, reader, writer, writeTransaction, eventRecords, suppressions, outbox, settings, tableGrowth } = deps;
+  const clock = deps.clock ?? systemClock;
   const contactStore = createContactStore(deps.dialect);
 
   /**
@@ -209,7 +213,7 @@ export function createContactService(deps: {
           from: null,
           to: row.subscription_status,
           origin: consent?.origin ?? `create:${row.source ?? 'unknown'}`,
-          at: consent?.at ?? now,
+          at: consent?.at ?? clock(),
         };
       }),
     );
@@ -343,7 +347,7 @@ export function createContactService(deps: {
               merge: 'overwrite',
               statusOnCreate: input.subscription_status,
               sourceOnCreate: IMPORT,
-              consentOnCreate: { origin: IMPORT, at: input.consented_at ?? now },
+              consentOnCreate: { origin: IMPORT, at: input.consented_at ?? clock() },
             })),
           );
           outcomes.forEach((outcome, k) => {
@@ -378,7 +382,7 @@ export function createContactService(deps: {
         }
         if (status) {
           await contactStore.recordStatusChanges(trx, [
-            { contactId: id, from: row.subscription_status, to: status, origin: 'api:update', at: Date.now() },
+            { contactId: id, from: row.subscription_status, to: status, origin: 'api:update', at: clock() },
           ]);
         }
         return getRecord(trx, workspaceId, id);
@@ -396,7 +400,7 @@ export function createContactService(deps: {
         if (!row) throw new NotFoundError();
         if (row.subscription_status !== status) {
           await contactStore.update(trx, id, { subscription_status: status });
-          await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: Date.now(), messageId }]);
+          await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: clock(), messageId }]);
           await outbox.record(trx, [contactChangedFact(workspaceId, id, 'profile', Date.now())]);
         }
         return row.subscription_status;

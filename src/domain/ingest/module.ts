@@ -7,6 +7,7 @@ import { createIdentityTokenService } from '../identity-tokens/identity-token-se
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import type { Runtime } from '../runtime/module.js';
 import type { SettingsService } from '../settings/settings-service.js';
+import type { Clock } from '../shared/time.js';
 import { createShipmentService } from '../shipments/shipment-service.js';
 import { createSuppressionService } from '../suppressions/suppression-service.js';
 
@@ -14,13 +15,13 @@ import { createSuppressionService } from '../suppressions/suppression-service.js
  * People and what they do: contacts (with the suppressions an import adds and the identity tokens that name
  * them), events, and the shipping events that move orders' shipping status.
  */
-export function createIngestModule(runtime: Runtime, deps: { settings: SettingsService; productActivity: ProductActivity }) {
+export function createIngestModule(runtime: Runtime, deps: { settings: SettingsService; productActivity: ProductActivity; clock: Clock | undefined }) {
   const { dialect } = runtime;
   const contactLookup = createContactLookup(dialect);
   const eventRecords = createEventRecords(dialect);
   const suppressions = createSuppressionService(runtime);
   const identityTokens = createIdentityTokenService({ ...runtime, contactLookup });
-  const contacts = createContactService({ ...runtime, eventRecords, suppressions, settings: deps.settings });
+  const contacts = createContactService({ ...runtime, eventRecords, suppressions, settings: deps.settings, clock: deps.clock });
   const { ensureContacts } = contacts;
   const shipments = createShipmentService({ ...runtime, contactLookup, ensureContacts, eventRecords });
   const events = createEventService({

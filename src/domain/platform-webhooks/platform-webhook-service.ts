@@ -312,8 +312,9 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
     });
     const ofKind = <C extends StoreChange['kind']>(...kinds: C[]) => changes.filter((c): c is Applied<C> => (kinds as string[]).includes(c.change.kind));
 
+    // An order that is not placed stores nothing new, its buyer's contact neither (a stored order needs no owner).
     const named = changes.flatMap(({ delivery, change }) => {
-      const customer = change.kind === 'customer' || change.kind === 'order' || change.kind === 'cart' ? change.customer : null;
+      const customer = change.kind === 'customer' || change.kind === 'cart' || (change.kind === 'order' && change.placed) ? change.customer : null;
       return customer ? [{ delivery, customer }] : [];
     });
     const customers = await customersOf(trx, named);
