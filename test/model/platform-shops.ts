@@ -379,7 +379,8 @@ export class PlatformShops {
     if (live === undefined) windows.push([Math.max(earliest, now - 2 * DAY_MS), now]);
     else {
       const { lo, hi } = model.statusChangeOf(live);
-      windows.push([Math.max(earliest, ceilSecond(hi + CONSENT_MARGIN_MS)), now]);
+      // An undecided contact (no last change) takes a consent of any time: drawn from the last two days, before its creation too.
+      windows.push([Math.max(earliest, Number.isFinite(hi) ? ceilSecond(hi + CONSENT_MARGIN_MS) : now - 2 * DAY_MS), now]);
       if (random.chance(0.3)) windows.unshift([Math.max(earliest, floorSecond(lo) - 3 * DAY_MS), floorSecond(lo)]);
     }
     const open = windows.map(([from, to]) => [ceilSecond(from), floorSecond(to)] as const).filter(([from, to]) => Number.isFinite(to) && from <= to);

@@ -174,10 +174,10 @@ export class ReferenceModel {
     const generation = (this.generations.get(k) ?? 0) + 1;
     this.generations.set(k, generation);
     const key = `${k}#${generation}`;
-    // A contact made `non_subscribed` by default (no one decided): whether that first status is a "status change" a
-    // platform's older consent time loses to is left open by design 34 (emk counts it as none: model-findings.md).
+    // A contact made `non_subscribed` by default decided nothing (docs/platforms/README.md): a platform's consent of
+    // any time changes it, as if its last status change were before every time.
     const undecided = status === 'non_subscribed' && statusAt === null;
-    const statusChange = { lo: undecided ? -Infinity : Math.min(statusAt ?? this.now, this.now), hi: Math.max(statusAt ?? this.now, this.now) };
+    const statusChange = undecided ? { lo: -Infinity, hi: -Infinity } : { lo: Math.min(statusAt ?? this.now, this.now), hi: Math.max(statusAt ?? this.now, this.now) };
     this.contacts.set(key, { key, email: email.trim(), status, source, anonymousIds: new Set(), visits: 0, erased: false, statusChange });
     this.liveByEmail.set(k, key);
     return key;
