@@ -51,7 +51,7 @@ const ITEMS_1001 = [
 
 describe('Shopify fixtures map to their store changes', () => {
   it('every fixture is one topic emk reads, and maps without a warning', () => {
-    const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json'));
+    const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && f !== 'manifest.json');
     expect(files).toHaveLength(18);
     for (const file of files) {
       const topic = file.replace(/\.json$/, '').replace('-', '/');
