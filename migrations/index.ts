@@ -35,6 +35,7 @@ import * as addWorkspaceDomainRates from './202611271040_add_workspace_domain_ra
 import * as addMessageToSubscriptionChanges from './202611271050_add_message_to_subscription_changes.js';
 import * as createPlatformWebhooks from './202611280900_create_platform_webhooks.js';
 import * as indexMessagesByStatus from './202611281100_index_messages_by_status.js';
+import * as addWorkspaceEventRetention from './202611281300_add_workspace_event_retention.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -82,4 +83,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611271050_add_message_to_subscription_changes', addMessageToSubscriptionChanges],
   ['202611280900_create_platform_webhooks', createPlatformWebhooks],
   ['202611281100_index_messages_by_status', indexMessagesByStatus],
+  ['202611281300_add_workspace_event_retention', addWorkspaceEventRetention],
 ];

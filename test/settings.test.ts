@@ -12,6 +12,7 @@ const DEFAULTS = {
   footer_text: null,
   postal_address: null,
   domain_rates: {},
+  event_retention_days: null,
 };
 
 describeEachDatabase('settings', (h) => {

@@ -1,6 +1,7 @@
 import { createCampaignService } from '../campaigns/campaign-service.js';
 import type { CartService } from '../carts/cart-service.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
+import type { EventPruner } from '../events/event-pruner.js';
 import type { EventRecords } from '../events/event-records.js';
 import { createFlowEngine } from '../flows/flow-engine.js';
 import { createFlowService } from '../flows/flow-service.js';
@@ -27,6 +28,8 @@ export function createAutomationModule(
     onFactSetAside: FactSetAside | undefined;
     contactLookup: ContactLookup;
     eventRecords: EventRecords;
+    /** Drained after the outbox pruner, whose removed facts free the events they named. */
+    eventPruner: EventPruner;
     orderLookup: OrderLookup;
     carts: CartService;
     messages: MessageService;
@@ -55,7 +58,10 @@ export function createAutomationModule(
     outboxPruner,
     /** What the worker runs, by job kind: each noun's handlers. */
     jobHandlers: { ...campaigns.handlers, ...segments.handlers, ...flowEngine.handlers },
-    /** What the worker drains before each claim: the trigger outbox, then its consumed facts once unneeded. */
-    workerPumps: [() => dispatcher.drainOnce(), () => outboxPruner.pruneOnce()],
+    /**
+     * What the worker drains before each claim: the trigger outbox, then its consumed facts once unneeded, then
+     * events past their workspace's retention.
+     */
+    workerPumps: [() => dispatcher.drainOnce(), () => outboxPruner.pruneOnce(), () => deps.eventPruner.pruneOnce()],
   };
 }

@@ -1,6 +1,7 @@
 import { createContactLookup } from '../contacts/contact-lookup.js';
 import { createContactService } from '../contacts/contact-service.js';
 import { createKnownContacts } from '../contacts/known-contacts.js';
+import { createEventPruner } from '../events/event-pruner.js';
 import { createEventRecords } from '../events/event-records.js';
 import { createEventService } from '../events/event-service.js';
 import { createIdentityTokenService } from '../identity-tokens/identity-token-service.js';
@@ -13,7 +14,7 @@ import { createSuppressionService } from '../suppressions/suppression-service.js
 
 /**
  * People and what they do: contacts (with the suppressions an import adds and the identity tokens that name
- * them), events, and the shipping events that move orders' shipping status.
+ * them), events (and their pruning past a workspace's retention), and the shipping events that move orders' shipping status.
  */
 export function createIngestModule(runtime: Runtime, deps: { settings: SettingsService; productActivity: ProductActivity; clock: Clock | undefined }) {
   const { dialect } = runtime;
@@ -33,5 +34,6 @@ export function createIngestModule(runtime: Runtime, deps: { settings: SettingsS
     identityTokens,
     knownContacts: createKnownContacts(dialect),
   });
-  return { contactLookup, eventRecords, suppressions, identityTokens, contacts, shipments, events };
+  const eventPruner = createEventPruner({ ...runtime, settings: deps.settings, clock: deps.clock });
+  return { contactLookup, eventRecords, suppressions, identityTokens, contacts, shipments, events, eventPruner };
 }

@@ -22,7 +22,7 @@ const CACHE_TTL_MS = 5_000;
 
 /**
  * Workspace settings (docs/api/settings-and-integrations.md): attribution windows, contact limit, sender, own domains,
- * the marketing footer and postal address. `get` always reads the
+ * the marketing footer and postal address, per-domain rates, event retention. `get` always reads the
  * database; `cached` serves the write paths that consult settings on every commit (attribution windows, the
  * contact limit). `onChange` lets caches of workspace rows forget.
  */
@@ -60,6 +60,9 @@ export function createSettingsService(deps: {
       return settings;
     },
 
+    /** Every workspace that prunes its events and its retention in days (the event pruner's look). */
+    eventRetentions: () => store.eventRetentions(knex),
+
     /** PATCH: changes only the fields sent; a refused request changes nothing. */
     async update(workspaceId: string, body: unknown): Promise<Settings> {
       const input = parseInput(updateSettingsSchema, body);
@@ -86,6 +89,7 @@ export function createSettingsService(deps: {
           ...(input.footer_text !== undefined ? { footer_text: input.footer_text } : {}),
           ...(input.postal_address !== undefined ? { postal_address: input.postal_address } : {}),
           ...(input.domain_rates !== undefined ? { domain_rates: input.domain_rates ?? {} } : {}),
+          ...(input.event_retention_days !== undefined ? { event_retention_days: input.event_retention_days } : {}),
         };
         await store.update(trx, workspaceId, changes);
         return { ...current, ...changes };

@@ -2,7 +2,7 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { storedDomainRatesSchema, storedOwnDomainsSchema, storedSenderSchema, type Settings } from './settings.schema.js';
 import type { Db } from '../db/database.js';
 
-const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'footer_html', 'footer_text', 'postal_address', 'domain_rates'] as const;
+const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'footer_html', 'footer_text', 'postal_address', 'domain_rates', 'event_retention_days'] as const;
 /** Text columns a PATCH writes as sent (null clears). */
 const TEXT_COLUMNS = ['footer_html', 'footer_text', 'postal_address'] as const;
 const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
@@ -21,6 +21,7 @@ export function createSettingsStore(dialect: Dialect) {
       footer_text: textOrNull(row.footer_text),
       postal_address: textOrNull(row.postal_address),
       domain_rates: row.domain_rates === null ? {} : storedDomainRatesSchema.parse(dialect.readJson(row.domain_rates)),
+      event_retention_days: dialect.readNullableNumber(row.event_retention_days),
     };
   };
 
@@ -40,7 +41,17 @@ export function createSettingsStore(dialect: Dialect) {
       if (changes.own_domains !== undefined) patch.own_domains = dialect.writeJson(changes.own_domains);
       for (const column of TEXT_COLUMNS) if (changes[column] !== undefined) patch[column] = changes[column];
       if (changes.domain_rates !== undefined) patch.domain_rates = dialect.writeJson(changes.domain_rates);
+      if (changes.event_retention_days !== undefined) patch.event_retention_days = changes.event_retention_days;
       if (Object.keys(patch).length > 0) await db('workspaces').where({ id: workspaceId }).update(patch);
+    },
+
+    /** Every workspace that prunes its events, with its retention in days. */
+    async eventRetentions(db: Db): Promise<Array<{ workspaceId: string; days: number }>> {
+      const rows: Array<{ id: string; event_retention_days: unknown }> = await db('workspaces')
+        .whereNotNull('event_retention_days')
+        .orderBy('id')
+        .select('id', 'event_retention_days');
+      return rows.map((row) => ({ workspaceId: row.id, days: dialect.readNumber(row.event_retention_days) }));
     },
   };
 }

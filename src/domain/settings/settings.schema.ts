@@ -6,6 +6,8 @@ import { emailSchema, looseText, text } from '../shared/validate.js';
 export const MAX_WINDOW_DAYS = 365;
 /** The column is a 32-bit integer on PostgreSQL. */
 const MAX_CONTACT_LIMIT = 2_147_483_647;
+/** The longest event retention a workspace may set, in days (a hundred years: longer is `null`, keep everything). */
+export const MAX_EVENT_RETENTION_DAYS = 36_500;
 
 const unknownFields = (issue: z.core.$ZodRawIssue) =>
   issue.code === 'unrecognized_keys' ? `unknown field ${(issue.keys as string[]).join(', ')}` : undefined;
@@ -98,6 +100,14 @@ export const updateSettingsSchema = z.strictObject(
       .optional()
       .transform((address) => (address === '' ? null : address)),
     domain_rates: domainRatesSchema.nullable().optional(),
+    /** Events older than so many days are pruned (docs/operations.md, Retention); `null` keeps everything. */
+    event_retention_days: z
+      .number()
+      .int('must be a whole number of days')
+      .min(1, 'must be at least 1 day')
+      .max(MAX_EVENT_RETENTION_DAYS, `must be at most ${MAX_EVENT_RETENTION_DAYS} days`)
+      .nullable()
+      .optional(),
   },
   { error: unknownFields },
 );
@@ -135,6 +145,8 @@ export interface Settings {
   postal_address: string | null;
   /** Messages per minute at most, by recipient domain; none by default. */
   domain_rates: Record<string, number>;
+  /** Events older than so many days are pruned; null (the default) keeps everything. */
+  event_retention_days: number | null;
 }
 
 /** The settings record, as a schema: what the API documents for replies. */
@@ -148,4 +160,5 @@ export const settingsRecordSchema = z.object({
   footer_text: z.string().nullable().describe('Liquid footer of the text part, when a template has one that lacks the link (null: the default)'),
   postal_address: z.string().nullable().describe('The postal address commercial mail carries (`workspace.postal_address`)'),
   domain_rates: z.record(z.string(), z.number().int()).describe('At most so many messages a minute per recipient domain'),
+  event_retention_days: z.number().int().nullable().describe('Events older than so many days are pruned (null: kept for good)'),
 }) satisfies z.ZodType<Settings>;
