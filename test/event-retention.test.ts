@@ -9,7 +9,7 @@ import { sendingHelpers } from './helpers/sending.js';
 const DAY = 86_400_000;
 const AGGREGATE_TABLES = ['product_activity_daily', 'product_activity_totals', 'product_category_totals', 'product_pairs_daily', 'product_pair_totals'];
 
-describeEachDatabase('event retention', (h) => {
+describeEachDatabase('event retention', (h, dialect) => {
   const helpers = sendingHelpers(h);
   const { api, contact, work } = helpers;
   const knex = () => h().services.db.knex;
@@ -171,5 +171,32 @@ describeEachDatabase('event retention', (h) => {
     await work(); // the worker's drains: the outbox pruner, then the event pruner
     expect(await eventNames(ws)).toEqual([]);
     expect(await snapshot()).toEqual(before);
+  });
+
+  it.runIf(dialect === 'sqlite')('SQLite: freed pages go back to the file only when it was made with incremental auto-vacuum', async () => {
+    const freePages = async () => Number(((await knex().raw('PRAGMA freelist_count')) as Array<{ freelist_count: number }>)[0]!.freelist_count);
+    const oldEvents = async (ws: TestWorkspace) => {
+      const timestamp = new Date(h().clock() - 10 * DAY).toISOString();
+      const properties = { note: 'x'.repeat(2_000) };
+      const batch = Array.from({ length: 100 }, (_, i) => ({ type: 'track', anonymousId: `v${i}`, event: 'viewed_page', timestamp, properties }));
+      const reply = await h().request({ method: 'POST', url: '/v1/batch', json: { writeKey: ws.siteId, batch } });
+      expect(reply.statusCode, reply.body).toBe(200);
+    };
+    const ws = await h().workspace();
+    await setRetention(ws, 1);
+    await knex().raw('VACUUM');
+    await oldEvents(ws);
+    await pruneAll();
+    expect(await eventNames(ws)).toEqual([]);
+    // The default file: the pages stay, free for later writes.
+    expect(await freePages()).toBeGreaterThan(40);
+
+    await knex().raw('PRAGMA auto_vacuum = INCREMENTAL');
+    await knex().raw('VACUUM');
+    expect(await freePages()).toBe(0);
+    await oldEvents(ws);
+    await pruneAll();
+    expect(await eventNames(ws)).toEqual([]);
+    expect(await freePages()).toBe(0);
   });
 });
