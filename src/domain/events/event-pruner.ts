@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { chunk, chunkSizeFor } from '../db/bulk.js';
 import type { Database } from '../db/database.js';
 import type { SettingsService } from '../settings/settings-service.js';
@@ -5,7 +6,7 @@ import { systemClock, type Clock } from '../shared/time.js';
 
 const DAY_MS = 86_400_000;
 
-/** How often a process looks for events past their workspace's retention. */
+/** How often a process begins a look for events past their workspace's retention. */
 export const EVENT_PRUNE_EVERY_MS = 3_600_000;
 
 /** Events looked at per call: each batch's delete is its own short write transaction, so ingest waits little. */
@@ -42,10 +43,17 @@ export function createEventPruner(deps: {
   const clock = deps.clock ?? systemClock;
   const batchSize = deps.batchSize ?? EVENT_PRUNE_BATCH;
   let look: WorkspaceCursor[] | null = null;
-  let finishedAt = -Infinity;
+  let lookBeganAt = -Infinity;
   let removedThisLook = 0;
 
-  /** The next batch of one workspace's events past its retention, oldest first. */
+  /** Events no trigger fact names (the fact's subject index answers each). */
+  const unreferenced = (query: Knex.QueryBuilder, conn: Knex | Knex.Transaction) =>
+    query.whereNotExists(conn('trigger_outbox').whereRaw('trigger_outbox.subject_id = events.id').select(conn.raw('1')));
+
+  /**
+   * The next batch of one workspace's events past its retention that no fact names, oldest first. The events a
+   * fact keeps are skipped inside the database: a look walks past them in one range scan, not batch by batch.
+   */
   async function nextBatch(cursor: WorkspaceCursor): Promise<Array<{ id: string; at: number }>> {
     const { after } = cursor;
     const rows: Array<{ id: string; created_at: unknown }> = await knex('events')
@@ -54,22 +62,18 @@ export function createEventPruner(deps: {
       .modify((query) => {
         if (after) query.where('created_at', '>=', after.at).where((past) => past.where('created_at', '>', after.at).orWhere('id', '>', after.id));
       })
+      .modify((query) => unreferenced(query, knex))
       .orderBy([{ column: 'created_at' }, { column: 'id' }])
       .limit(batchSize)
       .select('id', 'created_at');
     return rows.map((row) => ({ id: row.id, at: dialect.readNumber(row.created_at) }));
   }
 
-  /** Removes the events of a batch no trigger fact names; how many went. */
-  function removeUnreferenced(ids: string[]): Promise<number> {
+  /** Removes a batch, in one short write transaction; checked again there, so a fact written since keeps its event. */
+  function remove(ids: string[]): Promise<number> {
     return db.writeTransaction(async (trx) => {
       let removed = 0;
-      for (const part of chunk(ids, chunkSizeFor(dialect, 1))) {
-        removed += await trx('events')
-          .whereIn('id', part)
-          .whereNotExists(trx('trigger_outbox').whereRaw('trigger_outbox.subject_id = events.id').select(trx.raw('1')))
-          .delete();
-      }
+      for (const part of chunk(ids, chunkSizeFor(dialect, 1))) removed += await unreferenced(trx('events').whereIn('id', part), trx).delete();
       return removed;
     });
   }
@@ -85,13 +89,13 @@ export function createEventPruner(deps: {
   }
 
   return {
-    /** One batch: how many events it went past, removed or kept (0: nothing to do until the next look). */
+    /** One batch: how many events it removed (0: nothing to do until the next look). */
     async pruneOnce(): Promise<number> {
       if (look === null) {
         const now = clock();
-        if (now - finishedAt < EVENT_PRUNE_EVERY_MS) return 0;
+        if (now - lookBeganAt < EVENT_PRUNE_EVERY_MS) return 0;
         look = (await settings.eventRetentions()).map(({ workspaceId, days }) => ({ workspaceId, before: now - days * DAY_MS, after: null }));
-        finishedAt = now;
+        lookBeganAt = now;
         removedThisLook = 0;
       }
       for (let cursor = look[0]; cursor; cursor = look[0]) {
@@ -100,7 +104,7 @@ export function createEventPruner(deps: {
         const last = batch.at(-1);
         if (!last) continue;
         cursor.after = last;
-        removedThisLook += await removeUnreferenced(batch.map((event) => event.id));
+        removedThisLook += await remove(batch.map((event) => event.id));
         return batch.length;
       }
       look = null;
