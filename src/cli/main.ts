@@ -17,6 +17,9 @@ import { workspacesCommand } from './commands/workspaces/index.js';
 import { workerCommand } from './commands/worker.js';
 import { campaignsCommand } from './commands/campaigns/index.js';
 import { contactsCommand } from './commands/contacts/index.js';
+import { flowsCommand } from './commands/flows/index.js';
+import { messagesCommand } from './commands/messages/index.js';
+import { segmentsCommand } from './commands/segments/index.js';
 import { reportCommand } from './commands/reports/index.js';
 import { seedCommand } from './commands/seed/seed.js';
 import { sendersCommand } from './commands/senders/index.js';
@@ -44,6 +47,9 @@ export function buildProgram(): Command {
     integrationsCommand(),
     workerCommand(),
     campaignsCommand(),
+    flowsCommand(),
+    segmentsCommand(),
+    messagesCommand(),
     reportCommand(),
     contactsCommand(),
     seedCommand(),

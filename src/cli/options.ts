@@ -5,6 +5,7 @@ import { checkValue, emailSchema } from '../domain/shared/validate.js';
 import { domainSchema, NATIVE_PLATFORMS } from '../domain/integrations/integration.schema.js';
 import { USER_ROLES } from '../domain/users/user.schema.js';
 import { formatOf } from './input/record-reader.js';
+import { DEFAULT_PER_PAGE, pagingSchema, type Paging } from '../domain/shared/paging.js';
 
 /** A flag's value through a zod schema; a bad one is a usage error (exit 2) naming the flag. */
 function flag<S extends z.ZodType>(name: string, schema: S, value: string): z.output<S> {
@@ -56,3 +57,9 @@ export function inputFile(path: string, format: ExportFormat | null = null): str
 
 /** `--days` of `emk report deliverability`: 1 to 3650. */
 export const daysFlag = (value: string) => flag('--days', wholeNumber(1, 3650), value);
+
+/** `--page` and `--per-page` of a list: as the API's `page` and `perPage` (per page above 500 is clamped). */
+export const pagingFlags = (options: { page?: string; perPage?: string }): Paging => ({
+  page: options.page === undefined ? 1 : flag('--page', pagingSchema.shape.page, options.page),
+  perPage: options.perPage === undefined ? DEFAULT_PER_PAGE : flag('--per-page', pagingSchema.shape.perPage, options.perPage),
+});

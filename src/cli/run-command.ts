@@ -21,7 +21,7 @@ export interface GlobalOptions {
 export function withGlobalOptions(command: Command): Command {
   return command
     .option('--db <url>', 'database: sqlite:<path> or postgres://… (default $EMK_DATABASE_URL or sqlite:./data/emk.db)')
-    .option('--workspace <id>', 'workspace to act on (default: the only one)')
+    .option('--workspace <ref>', 'workspace to act on: its id, name or site id (default $EMK_WORKSPACE, else the only one)')
     .option('--json', 'machine-readable output on stdout')
     .option('--no-migrate', 'do not apply pending migrations first');
 }
@@ -113,7 +113,7 @@ export async function runCommand<T>(
         return services;
       },
       async workspace() {
-        return (await this.services()).workspaces.resolve(options.workspace);
+        return (await this.services()).workspaces.resolve(options.workspace ?? process.env.EMK_WORKSPACE);
       },
       log(message) {
         if (interactive) process.stderr.write(`${message}\n`);

@@ -79,10 +79,22 @@ export function createWorkspaceService(deps: {
       bySiteId.clear();
     },
 
-    /** The CLI's `--workspace`: the given one, else the only one there is. */
-    async resolve(id: string | undefined): Promise<Workspace> {
-      if (id) return this.get(id);
+    /**
+     * The CLI's `--workspace`: a workspace id, a site id or a workspace name (a name two workspaces share is a
+     * usage error naming them); absent, the only workspace there is.
+     */
+    async resolve(reference: string | undefined): Promise<Workspace> {
       const all = await store.list(knex);
+      if (reference) {
+        const exact = all.find((w) => w.id === reference || w.site_id === reference);
+        if (exact) return exact;
+        const named = all.filter((w) => w.name === reference);
+        if (named.length === 1) return named[0]!;
+        if (named.length > 1) {
+          throw new UsageError(`${named.length} workspaces are named ${JSON.stringify(reference)}: pass one of their ids (${named.map((w) => w.id).join(', ')})`);
+        }
+        throw new NotFoundError(`workspace ${reference} not found`);
+      }
       if (all.length === 1) return all[0]!;
       throw new UsageError(
         all.length === 0
