@@ -35,6 +35,8 @@ const CONNECTION_FAILURES: Record<string, string> = {
   ENOTFOUND: 'cannot connect to the database: its host name is unknown',
   ETIMEDOUT: 'cannot connect to the database: the connection timed out',
   SQLITE_CANTOPEN: 'cannot open the SQLite database file given in --db / EMK_DATABASE_URL',
+  SQLITE_NOTADB: 'the file given in --db / EMK_DATABASE_URL is not a SQLite database',
+  SQLITE_READONLY: 'the SQLite database file given in --db / EMK_DATABASE_URL cannot be written: check its permissions',
 };
 
 /**
@@ -84,11 +86,13 @@ export interface CommandContext {
 /**
  * Runs one command: builds its context, prints the result (JSON alone on stdout with --json), maps failures
  * to exit codes (1 failed, 2 usage, 130 cancelled) and always closes the database. Never calls process.exit.
+ * Only commands that set a database up (`createsDatabase`: init, seed, migrate, serve) create a missing SQLite file.
  */
 export async function runCommand<T>(
   options: GlobalOptions & Omit<ConfigOverrides, 'port'> & { port?: string },
   action: (context: CommandContext) => Promise<T>,
   render: (result: T) => string,
+  { createsDatabase = false }: { createsDatabase?: boolean } = {},
 ): Promise<void> {
   let services: Services | null = null;
   const json = options.json === true;
@@ -102,7 +106,11 @@ export async function runCommand<T>(
       interactive,
       async services() {
         if (!services) {
-          const db = openDatabase(config.databaseUrl, { readUrl: config.databaseReadUrl, maxReadLagSeconds: config.maxReadLagSeconds });
+          const db = openDatabase(config.databaseUrl, {
+            readUrl: config.databaseReadUrl,
+            maxReadLagSeconds: config.maxReadLagSeconds,
+            create: createsDatabase,
+          });
           services = createServices(db, {
             email: emailOptionsOf(config),
             onFactSetAside: (fact, error) =>

@@ -1,4 +1,6 @@
 import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import { EmkError } from '../domain/errors.js';
 import type { EmkConfig } from '../domain/config.js';
 import type { Services } from '../domain/create-services.js';
 import { buildApp } from './app.js';
@@ -12,6 +14,23 @@ export interface RunningServer {
   boundTo: { host: string; port: number };
   /** Drains (503 for new requests, in-flight ones finish), closes the listener, flushes writes. */
   stop(options?: { graceMs?: number }): Promise<void>;
+}
+
+/** The port is another process's: exit 2, as for a wrong flag (docs/cli.md), after closing what was opened. */
+export class PortInUseError extends EmkError {
+  constructor(port: number) {
+    super(`port ${port} is in use`, 'port_in_use', 500, 2);
+  }
+}
+
+async function listenOn(app: FastifyInstance, config: EmkConfig): Promise<void> {
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    await app.close();
+    if ((error as { code?: unknown }).code === 'EADDRINUSE') throw new PortInUseError(config.port);
+    throw error;
+  }
 }
 
 const waitFor = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -34,7 +53,7 @@ export async function startServer(
 ): Promise<RunningServer & { stopped: Promise<void> }> {
   const drain = new DrainGate();
   const app = await buildApp({ services, config, drain });
-  await app.listen({ port: config.port, host: config.host });
+  await listenOn(app, config);
   const bound = app.server.address() as AddressInfo;
   const boundTo = { host: bound.address, port: bound.port };
   const everyAddress = bound.address === '0.0.0.0' || bound.address === '::';

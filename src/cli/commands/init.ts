@@ -66,6 +66,7 @@ export function initCommand(): Command {
       options,
       async (context) => initResult(await (await context.services()).workspaces.bootstrap(await gather(options, context))),
       describeInit,
+      { createsDatabase: true },
     ),
   );
 }

@@ -9,6 +9,7 @@ export function migrateCommand(): Command {
         { ...options, migrate: false },
         async (context) => ({ applied: await migrateToLatest((await context.services()).db.knex) }),
         ({ applied }) => (applied.length ? `applied ${applied.length} migrations:\n  ${applied.join('\n  ')}` : 'database is up to date'),
+        { createsDatabase: true },
       ),
   );
 }

@@ -26,7 +26,11 @@ export function serveCommand(): Command {
         const worker = options.worker
           ? startWorker(workerOptionsFor(services, { yieldTo: () => services.writer.underPressure() }))
           : undefined;
-        const server = await startServer(services, context.config, { worker });
+        // A server that cannot listen (its port in use) stops the worker too, so the process exits.
+        const server = await startServer(services, context.config, { worker }).catch(async (error: unknown) => {
+          await worker?.stop();
+          throw error;
+        });
         const { host, port } = server.boundTo;
         process.stderr.write(`emk listening on ${server.address} (bound to ${host}:${port})\n`);
         // For operators and the bench: how many writes each group commit carried, and in how many driver calls.
@@ -40,6 +44,7 @@ export function serveCommand(): Command {
         return { address: server.address, stopped: true };
       },
       () => 'emk stopped',
+      { createsDatabase: true },
     ),
   );
 }

@@ -3,6 +3,7 @@ import { UsageError } from '../errors.js';
 import type { Dialect } from './dialect/dialect.js';
 import { postgresDialect } from './dialect/postgres.js';
 import { sqliteDialect } from './dialect/sqlite.js';
+import { prepareSqliteFile } from './sqlite-path.js';
 import { DEFAULT_RETRY, runTranslated, type RetryPolicy } from './driver-errors.js';
 import {
   DEFAULT_MAX_READ_LAG_SECONDS,
@@ -82,6 +83,11 @@ export interface DatabaseOptions {
   maxReadLagSeconds?: number;
   /** How long a replica check's answer is trusted (default 2 s). */
   replicaCheckIntervalMs?: number;
+  /**
+   * A SQLite file that is missing is created, with its folders (the default); false for commands that only use
+   * a database that is set up: they fail with `no database at <path>: run emk init` instead.
+   */
+  create?: boolean;
 }
 
 export const DEFAULT_DATABASE_URL = 'sqlite:./data/emk.db';
@@ -116,6 +122,8 @@ const SILENT_LOG = { warn() {}, error() {}, deprecate() {}, debug() {} };
 
 export function openDatabase(url: string, options: DatabaseOptions = {}): Database {
   const dialect = dialectFor(url);
+  const sqlitePath = sqlitePathOf(url);
+  if (sqlitePath !== null) prepareSqliteFile(sqlitePath, options.create ?? true);
   if (options.readUrl !== undefined && dialect.name !== 'postgres') throw new UsageError('a read replica needs a PostgreSQL primary');
   const { lockTimeoutMs } = options;
   const retry = { ...DEFAULT_RETRY, ...options.retry };

@@ -267,6 +267,7 @@ export function seedCommand(): Command {
         };
       },
       (result) => [result.api_key === null ? `workspace  ${result.workspace_id}` : describeInit(result), ...describeLoad(result)].join('\n'),
+      { createsDatabase: true },
     ),
   );
 }

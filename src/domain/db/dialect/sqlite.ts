@@ -1,6 +1,4 @@
-import { mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname } from 'node:path';
 import type { Knex } from 'knex';
 import { HeldWrites, type RunScript } from '../deferred-writes.js';
 import type { WriteStats } from '../types.js';
@@ -279,7 +277,6 @@ export function sqliteDialect(filename: string): Dialect {
     },
     knexConfig(options = {}) {
       const statements = pragmas(options.lockTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
-      if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
       return {
         client: tunedSqliteClient(options.writeStats ?? { driverCalls: 0, statements: 0 }) as unknown as typeof Knex.Client,
         connection: { filename },
