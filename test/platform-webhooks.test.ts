@@ -221,6 +221,15 @@ describeEachDatabase('platform webhooks', (h) => {
     const buyer = await contactOf(ws, 'retry@example.com');
     expect(buyer).toMatchObject({ orders_count: 2, lifetime_revenue: 190 });
 
+    // WooCommerce's X-WC-Webhook-Delivery-ID is its retry key the same way.
+    const woo = await integration(ws, 'woocommerce');
+    const wooSent = { platform: 'woocommerce' as const, topic: 'order.updated', id: 'wc-7' };
+    const wooBody = { changes: [orderChange('retry@example.com', '6003')] };
+    expect((await deliver(woo, wooBody, wooSent)).json()).toMatchObject({ status: 'processed', topic: 'order.updated' });
+    expect((await deliver(woo, wooBody, wooSent)).json()).toEqual({ status: 'duplicate', topic: 'order.updated' });
+    expect(await knex()('webhook_deliveries').where({ workspace_id: ws.id, event_type: 'woocommerce:order.updated' })).toMatchObject([{ external_id: 'wc-7' }]);
+    expect(await contactOf(ws, 'retry@example.com')).toMatchObject({ orders_count: 3 });
+
     // Without an id, each copy is applied (an ignored topic is counted each time).
     await deliver(id, { id: 1 }, { id: null, topic: 'app/uninstalled' });
     await deliver(id, { id: 1 }, { id: null, topic: 'app/uninstalled' });

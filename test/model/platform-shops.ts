@@ -2,20 +2,11 @@ import { DAY_MS, type Platform, type PlatformOperation, type PlatformOrderSnapsh
 import type { Random } from './random.js';
 import { CONSENT_MARGIN_MS, deliveredConsent, emailKey, isPlaced, type ReferenceModel } from './reference-model.js';
 
-/** An order as its shop holds it; every delivery is a snapshot of it. */
-interface ShopOrder {
+/** An order as its shop holds it; every delivery is a snapshot of it (the snapshot's fields, but its customer). */
+interface ShopOrder extends Omit<PlatformOrderSnapshot, 'customer' | 'buyerAcceptsMarketing'> {
   platform: Platform;
-  id: string;
-  number: string;
   /** The order's address as the shop keeps it; each delivery spells it in a random letter case. */
   email: string;
-  total: number;
-  currency: string;
-  status: string;
-  createdAt: number;
-  updatedAt: number;
-  cancelledAt: number | null;
-  refunds: PlatformRefund[];
   /**
    * A fixed total lets refunds add up past it (the cap is tested). Otherwise the total may change (an order edit)
    * but refunds stay within every total the order had: the design leaves open what a cap does when a total later rises.
