@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { DEFAULT_DATABASE_URL } from './db/database.js';
 import { DEFAULT_MAX_READ_LAG_SECONDS } from './db/read-replica.js';
 import { UsageError } from './errors.js';
+import { parseAllowHosts } from './flows/webhook-guard.js';
 import { checkValue, emailSchema } from './shared/validate.js';
 
 const limit = (fallback: number) => z.coerce.number().int().min(0).default(fallback);
@@ -51,6 +52,11 @@ const envSchema = z.object({
   // Set: GET /metrics asks for `Authorization: Bearer <token>`; unset (or empty): it answers anyone (bind it privately).
   EMK_METRICS_TOKEN: z.string().regex(/^\S*$/, 'must be one word (no spaces)').optional(),
   EMK_LOG_LEVEL: z.enum(LOG_LEVELS).default('warn'),
+  // Flow webhook steps (docs/flows.md, Webhook steps): hosts they may reach over http:// or on private addresses,
+  // the whole call's deadline, the first retry's wait (each later one doubles).
+  EMK_WEBHOOK_ALLOW_HOSTS: z.string().optional(),
+  EMK_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(10, 'must be at least 10').max(60_000, 'must be at most 60000').default(10_000),
+  EMK_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10, 'must be at least 10').max(3_600_000, 'must be at most 3600000').default(60_000),
 });
 
 /**
@@ -136,6 +142,8 @@ export interface EmkConfig {
   metricsToken: string | undefined;
   /** The server's log level (pino's: JSON lines with request ids). */
   logLevel: LogLevel;
+  /** EMK_WEBHOOK_*: where flow webhook steps may call, their deadline and first retry's wait. */
+  webhooks: { allowHosts: Set<string>; timeoutMs: number; retryBaseMs: number };
 }
 
 export interface ConfigOverrides {
@@ -176,5 +184,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Conf
     templateMaxBytes: e.EMK_TEMPLATE_MAX_BYTES,
     metricsToken: e.EMK_METRICS_TOKEN || undefined,
     logLevel: e.EMK_LOG_LEVEL,
+    webhooks: { allowHosts: parseAllowHosts(e.EMK_WEBHOOK_ALLOW_HOSTS), timeoutMs: e.EMK_WEBHOOK_TIMEOUT_MS, retryBaseMs: e.EMK_WEBHOOK_RETRY_BASE_MS },
   };
 }

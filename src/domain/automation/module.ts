@@ -1,6 +1,8 @@
 import { createCampaignService } from '../campaigns/campaign-service.js';
 import type { CartService } from '../carts/cart-service.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
+import type { ContactService } from '../contacts/contact-service.js';
+import { DEFAULT_WEBHOOK_OPTIONS, type WebhookOptions } from '../flows/webhook-client.js';
 import type { EventPruner } from '../events/event-pruner.js';
 import type { EventRecords } from '../events/event-records.js';
 import { createFlowEngine } from '../flows/flow-engine.js';
@@ -36,14 +38,18 @@ export function createAutomationModule(
     templates: Templates;
     /** Where a campaign's or flow step's `from_email` may be. */
     senders: SenderService;
+    /** What flows' `update_contact` steps write through, and webhook steps post. */
+    contacts: ContactService;
+    webhooks: WebhookOptions | undefined;
   },
 ) {
   const { contactLookup, messages, templates, senders } = deps;
   const segments = createSegmentService({ ...runtime, clock: deps.clock });
   const campaigns = createCampaignService({ ...runtime, messages, templates, senders, contactLookup, segmentExists: segments.exists });
   const contexts = createTriggerContexts({ eventRecords: deps.eventRecords, orders: deps.orderLookup, carts: deps.carts });
-  const flowEngine = createFlowEngine({ ...runtime, contexts, contactLookup, messages, segments });
-  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages });
+  const webhooks = deps.webhooks ?? DEFAULT_WEBHOOK_OPTIONS;
+  const flowEngine = createFlowEngine({ ...runtime, contexts, contactLookup, messages, segments, contacts: deps.contacts, webhooks });
+  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages, webhooks });
   const dispatcher = createTriggerDispatcher({
     ...runtime,
     consumers: [segments.consumeFacts, flowEngine.consumeFacts],

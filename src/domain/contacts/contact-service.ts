@@ -390,6 +390,33 @@ export function createContactService(deps: {
     },
 
     /**
+     * A flow's `update_contact` step (docs/flows.md): merges properties (overwriting the keys given) and sets the
+     * status, recorded in the consent history with `origin`. A flow never subscribes a contact who unsubscribed:
+     * that status change is left out (`false`), the properties still merge. An erased or absent contact: nothing.
+     */
+    async applyFlowUpdate(
+      workspaceId: string,
+      id: string,
+      update: { properties?: Record<string, unknown> | undefined; subscription_status?: SubscriptionStatus | undefined },
+      origin: string,
+    ): Promise<{ statusChanged: boolean; statusRefused: boolean }> {
+      return writer.run(async (trx) => {
+        const row = await contactStore.findById(trx, workspaceId, id, true);
+        if (!row) return { statusChanged: false, statusRefused: false };
+        const properties = update.properties ? mergeProperties(row.properties, update.properties, 'overwrite') : null;
+        const wanted = update.subscription_status;
+        const statusRefused = wanted === 'subscribed' && row.subscription_status === 'unsubscribed';
+        const status = wanted && wanted !== row.subscription_status && !statusRefused ? wanted : undefined;
+        if (properties || status) {
+          await contactStore.update(trx, id, { ...(properties ? { properties } : {}), ...(status ? { subscription_status: status } : {}) });
+          await outbox.record(trx, [contactChangedFact(workspaceId, id, 'profile', Date.now())]);
+        }
+        if (status) await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: clock() }]);
+        return { statusChanged: status !== undefined, statusRefused };
+      });
+    },
+
+    /**
      * A consent change from outside the API (an unsubscribe link, the preferences page, a relay's complaint),
      * recorded with its origin and the message it came through, if any. Returns the status before; unchanged
      * statuses record nothing.

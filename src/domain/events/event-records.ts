@@ -13,6 +13,8 @@ export function createEventRecords(dialect: Dialect) {
   const store = createEventStore(dialect);
   return {
     findByIds: (db: Db, ids: string[]) => store.findByIds(db, ids),
+    ofContact: (db: Db, workspaceId: string, contactId: string, eventName: string, range: { after: number; upTo?: number }, limit: number) =>
+      store.ofContact(db, workspaceId, contactId, eventName, range, limit),
     attachAnonymous: (trx: Db, workspaceId: string, anonymousIds: string[], contactId: string) =>
       store.attachAnonymous(trx, workspaceId, anonymousIds, contactId),
     insert: (trx: Db, rows: EventRow[]) => store.insert(trx, rows),

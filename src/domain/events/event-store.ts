@@ -50,6 +50,16 @@ export function createEventStore(dialect: Dialect) {
       return out;
     },
 
+    /**
+     * A contact's events of one name in a time range (`after` < created_at ≤ `upTo`), newest first, at most
+     * `limit`: a range of the events' (workspace_id, contact_id, event_name, created_at) index.
+     */
+    async ofContact(db: Db, workspaceId: string, contactId: string, eventName: string, range: { after: number; upTo?: number }, limit: number): Promise<EventRecord[]> {
+      const query = db('events').where({ workspace_id: workspaceId, contact_id: contactId, event_name: eventName }).where('created_at', '>', range.after);
+      if (range.upTo !== undefined) query.where('created_at', '<=', range.upTo);
+      return (await query.orderBy('created_at', 'desc').limit(limit)).map(toRecord);
+    },
+
     /** Held until the transaction's next statement: events carry their own ids. */
     async insert(trx: Db, rows: EventRow[]): Promise<void> {
       await bulkInsert(trx, dialect, 'events', rows, ['properties'], { hold: true });

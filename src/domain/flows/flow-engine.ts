@@ -10,13 +10,20 @@ import { systemClock, type Clock } from '../shared/time.js';
 import type { FactConsumer } from '../triggers/trigger-dispatcher.js';
 import { CART_EVENT_NAMES } from '../events/event-names.js';
 import type { OutboxFact, TriggerOutbox } from '../triggers/trigger-outbox.js';
-import type { EmailStep, ExitReason } from './flow.schema.js';
+import type { BranchStep, EmailStep, ExitReason, UpdateContactStep, WebhookStep } from './flow.schema.js';
 import { createFlowStore, IN_PROGRESS, type EnrollmentRow, type FlowRow, type TriggerContext } from './flow-store.js';
-import type { TriggerContexts } from './trigger-context.js';
+import { compileSteps, remapPosition } from './flow-program.js';
+import { VIEWED_PRODUCT, type TriggerContexts } from './trigger-context.js';
+import { callWebhook, DEFAULT_WEBHOOK_OPTIONS, type WebhookOptions } from './webhook-client.js';
+import { RetryJobLater } from '../jobs/job-queue.js';
+import type { ContactService } from '../contacts/contact-service.js';
 import type { SegmentConditions } from '../segments/segment.schema.js';
 import type { SegmentService } from '../segments/segment-service.js';
 
-export const FLOW_JOBS = { step: 'flow.step', cartCheck: 'flow.cart_check' } as const;
+export const FLOW_JOBS = { step: 'flow.step', cartCheck: 'flow.cart_check', browseCheck: 'flow.browse_check', webhook: 'flow.webhook' } as const;
+
+/** A webhook step's calls: the first and up to four retries, each after twice the wait before it. */
+export const WEBHOOK_ATTEMPTS = 5;
 
 /** Enrolments per step job: a retried job redoes little, and one job renders and delivers a batch of messages. */
 export const STEP_BATCH = 100;
@@ -24,10 +31,13 @@ export const STEP_BATCH = 100;
 
 const CART_ACTIVITY = { triggerTypes: ['cart' as const], eventNames: CART_EVENT_NAMES };
 const ORDERS = { triggerTypes: ['order_placed' as const] };
+/** Flows that wait after a fact and end at an order: abandoned carts and browse abandonment. */
+const WAITING_TRIGGERS = ['abandoned_cart', 'browse_abandonment'];
+const isView = (fact: OutboxFact) => fact.triggerType === 'event' && fact.eventName === VIEWED_PRODUCT;
 
 const isCartActivity = (fact: OutboxFact) => fact.triggerType === 'cart' || (fact.triggerType === 'event' && CART_EVENT_NAMES.includes(fact.eventName ?? ''));
 
-/** Whether a fact starts a flow whose trigger is not abandoned_cart (that one waits first: see cart checks). */
+/** Whether a fact starts a flow at once (abandoned carts and browse abandonment wait first: see their checks). */
 function starts(flow: FlowRow, fact: OutboxFact): boolean {
   const trigger = flow.trigger;
   switch (trigger.type) {
@@ -42,13 +52,14 @@ function starts(flow: FlowRow, fact: OutboxFact): boolean {
       // Only those who enter after the flow went live.
       return fact.triggerType === 'segment_entered' && fact.subjectId === trigger.segment_id && fact.id > (flow.live_after_fact ?? Infinity);
     case 'abandoned_cart':
+    case 'browse_abandonment':
       return false;
   }
 }
 
 /** Trigger types whose facts can concern a flow of this type. */
 const FLOW_TYPES_OF_FACT: Record<OutboxFact['triggerType'], FlowRow['trigger_type'][]> = {
-  event: ['event', 'abandoned_cart'],
+  event: ['event', 'abandoned_cart', 'browse_abandonment'],
   shipping_information: ['shipping_information'],
   order_placed: ['order_placed'],
   order_updated: ['order_updated'],
@@ -82,9 +93,13 @@ export function createFlowEngine(deps: {
   messages: MessageService;
   /** Which contacts meet a flow's filters now (segment conditions, docs/segments.md). */
   segments: Pick<SegmentService, 'matching'>;
+  /** The `update_contact` step's writes and the contact a webhook step posts. */
+  contacts: Pick<ContactService, 'applyFlowUpdate' | 'get'>;
+  webhooks?: WebhookOptions;
   clock?: Clock;
 }) {
-  const { knex, writeTransaction, outbox, jobs, contexts, contactLookup, messages, segments } = deps;
+  const { knex, writeTransaction, outbox, jobs, contexts, contactLookup, messages, segments, contacts } = deps;
+  const webhookOptions = deps.webhooks ?? DEFAULT_WEBHOOK_OPTIONS;
   // A flow's filters were checked as segment conditions when it was saved.
   const filters = (db: Db, workspaceId: string, conditions: Record<string, unknown>, contactIds: string[]) =>
     segments.matching(db, workspaceId, conditions as SegmentConditions, contactIds);
@@ -186,6 +201,12 @@ export function createFlowEngine(deps: {
             payload: { flowId: flow.id, factId: fact.id },
             runAt: fact.at + flow.trigger.delay_minutes * 60_000,
           });
+        } else if (flow.trigger.type === 'browse_abandonment' && isView(fact)) {
+          cartChecks.push({
+            kind: FLOW_JOBS.browseCheck,
+            payload: { flowId: flow.id, factId: fact.id },
+            runAt: fact.at + flow.trigger.delay_minutes * 60_000,
+          });
         } else if (starts(flow, fact)) {
           starting.push({ flow, fact });
         }
@@ -216,7 +237,7 @@ export function createFlowEngine(deps: {
   /** Those of a group that must leave before an email: an order since the cart, or filters no longer met. */
   async function exitsBeforeEmail({ flow, enrollments }: AtStep): Promise<Map<string, ExitReason>> {
     const exits = new Map<string, ExitReason>();
-    if (flow.trigger.type === 'abandoned_cart') {
+    if (WAITING_TRIGGERS.includes(flow.trigger.type)) {
       const lastOrder = await outbox.latestFactIds(knex, enrollments.map((e) => e.contact_id), ORDERS.triggerTypes);
       for (const e of enrollments) {
         if (e.trigger_fact_id !== null && (lastOrder.get(e.contact_id) ?? 0) > e.trigger_fact_id) exits.set(e.id, 'order_placed');
@@ -273,22 +294,63 @@ export function createFlowEngine(deps: {
     );
   }
 
-  /** Runs a group from its step until a delay, an exit, or the end; enrolments that did not move drop out. */
+  /** A branch: the enrolments whose contact meets the conditions now take `yes`, the others `no`. */
+  async function branch({ flow, step, enrollments }: AtStep, current: BranchStep, yesAt: number, noAt: number): Promise<AtStep[]> {
+    const meeting = await filters(knex, flow.workspace_id, current.conditions, [...new Set(enrollments.map((e) => e.contact_id))]);
+    const now = clock();
+    const yes = enrollments.filter((e) => meeting.has(e.contact_id));
+    const no = enrollments.filter((e) => !meeting.has(e.contact_id));
+    const movedYes = await store.advance(knex, yes.map((e) => e.id), step, { status: 'active', current_step: yesAt, next_run_at: null, updated_at: now });
+    const movedNo = await store.advance(knex, no.map((e) => e.id), step, { status: 'active', current_step: noAt, next_run_at: null, updated_at: now });
+    return [
+      { flow, step: yesAt, enrollments: yes.filter((e) => movedYes.has(e.id)) },
+      { flow, step: noAt, enrollments: no.filter((e) => movedNo.has(e.id)) },
+    ];
+  }
+
+  /** Properties and status, one contact at a time through the contacts' own rules (a redo changes nothing more). */
+  async function updateContacts({ flow, enrollments }: AtStep, current: UpdateContactStep): Promise<void> {
+    for (const contactId of new Set(enrollments.map((e) => e.contact_id))) {
+      await contacts.applyFlowUpdate(flow.workspace_id, contactId, { properties: current.properties, subscription_status: current.subscription_status }, `flow:${flow.id}`);
+    }
+  }
+
+  /** Runs a group from its step until a delay, a webhook, an exit, or the end; enrolments that did not move drop out. */
   async function runFrom(group: AtStep): Promise<void> {
     let { step, enrollments } = group;
     const { flow } = group;
+    const program = compileSteps(flow.steps);
     const ids = () => enrollments.map((e) => e.id);
-    for (; step < flow.steps.length && enrollments.length > 0; step++) {
+    while (step < program.length && enrollments.length > 0) {
       const now = clock();
-      const current = flow.steps[step]!;
+      const entry = program[step]!;
+      const current = entry.step;
       if (current.type === 'delay' && current.minutes > 0) {
         const at = now + current.minutes * 60_000;
+        const from = step;
         await writeTransaction(async (trx) => {
-          const moved = await store.advance(trx, ids(), step, { status: 'waiting', current_step: step + 1, next_run_at: at, updated_at: now });
-          await jobs.enqueue(trx, stepJobs([...moved].map((id) => [id, step + 1] as const), at));
+          const moved = await store.advance(trx, ids(), from, { status: 'waiting', current_step: entry.next, next_run_at: at, updated_at: now });
+          await jobs.enqueue(trx, stepJobs([...moved].map((id) => [id, entry.next] as const), at));
         });
         return;
       }
+      if (current.type === 'branch') {
+        for (const path of await branch({ flow, step, enrollments }, current, entry.yes!, entry.no!)) await runFrom(path);
+        return;
+      }
+      if (current.type === 'webhook') {
+        // One job per enrolment: its retries and its record are its own; the job moves it on when it is done.
+        const from = step;
+        await writeTransaction(async (trx) => {
+          const handed = await store.awaitWebhook(trx, ids(), from, now);
+          await jobs.enqueue(
+            trx,
+            [...handed].map((id) => ({ kind: FLOW_JOBS.webhook, payload: { enrollmentId: id, step: from }, maxAttempts: WEBHOOK_ATTEMPTS })),
+          );
+        });
+        return;
+      }
+      if (current.type === 'update_contact') await updateContacts({ flow, step, enrollments }, current);
       if (current.type === 'email') {
         const exits = await exitsBeforeEmail({ flow, step, enrollments });
         for (const reason of new Set(exits.values())) {
@@ -298,10 +360,58 @@ export function createFlowEngine(deps: {
         enrollments = enrollments.filter((e) => !exits.has(e.id));
         if (enrollments.length > 0) await sendEmails({ flow, step, enrollments }, current);
       }
-      const moved = await store.advance(knex, ids(), step, { status: 'active', current_step: step + 1, next_run_at: null, updated_at: clock() });
+      const moved = await store.advance(knex, ids(), step, { status: 'active', current_step: entry.next, next_run_at: null, updated_at: clock() });
       enrollments = enrollments.filter((e) => moved.has(e.id));
+      step = entry.next;
     }
-    if (enrollments.length > 0) await store.advance(knex, ids(), flow.steps.length, { status: 'completed', updated_at: clock() });
+    if (enrollments.length > 0) await store.advance(knex, ids(), program.length, { status: 'completed', updated_at: clock() });
+  }
+
+  /**
+   * A webhook step's call for one enrolment (docs/flows.md, Webhook steps): each attempt recorded; a 2xx answer,
+   * or the last failure, moves the enrolment on. Retries wait `retryBaseMs` × 2^(attempt − 1).
+   */
+  async function runWebhook(job: Job): Promise<void> {
+    const enrollmentId = String(job.payload.enrollmentId);
+    const step = Number(job.payload.step);
+    const [enrollment] = await store.findEnrollments(knex, [enrollmentId]);
+    if (!enrollment || enrollment.status !== 'waiting' || enrollment.current_step !== step || enrollment.next_run_at !== null) return;
+    const flow = await store.findById(knex, enrollment.flow_id);
+    if (!flow || flow.deleted_at !== null) return;
+    const entry = compileSteps(flow.steps)[step];
+    if (flow.status !== 'live' || entry?.step.type !== 'webhook') {
+      // Held (the flow is not live) or the step changed: back to the step, run again when the flow runs.
+      await writeTransaction(async (trx) => {
+        const moved = await store.advance(trx, [enrollmentId], step, { status: 'active', updated_at: clock() });
+        if (flow.status === 'live') await jobs.enqueue(trx, stepJobs([...moved].map((id) => [id, step] as const)));
+      });
+      return;
+    }
+    const current = entry.step as WebhookStep;
+    const contact = await contacts.get(flow.workspace_id, enrollment.contact_id).catch(() => null);
+    const body = JSON.stringify({ flow_id: flow.id, enrollment_id: enrollment.id, contact, trigger: { type: flow.trigger.type, ...enrollment.context } });
+    const result = await callWebhook(current.url, body, current.secret ?? '', webhookOptions);
+    const last = job.attempt >= job.maxAttempts;
+    const now = clock();
+    await writeTransaction(async (trx) => {
+      await store.insertWebhookAttempt(trx, {
+        id: uuidv7(now),
+        workspace_id: flow.workspace_id,
+        flow_id: flow.id,
+        enrollment_id: enrollment.id,
+        step,
+        attempt: job.attempt,
+        status_code: result.statusCode,
+        error: result.error?.slice(0, 500) ?? null,
+        duration_ms: result.durationMs,
+        created_at: now,
+      });
+      if (result.error !== null && !last) return;
+      // Done, or out of attempts: the flow goes on either way (the attempts say what happened).
+      const moved = await store.advance(trx, [enrollment.id], step, { status: 'active', current_step: entry.next, next_run_at: null, updated_at: now });
+      await jobs.enqueue(trx, stepJobs([...moved].map((id) => [id, entry.next] as const)));
+    });
+    if (result.error !== null && !last) throw new RetryJobLater(`webhook: ${result.error}`, webhookOptions.retryBaseMs * 2 ** (job.attempt - 1));
   }
 
   /** A step job: its enrolments that are still where the job found them, grouped by flow and step. */
@@ -332,6 +442,36 @@ export function createFlowEngine(deps: {
   }
 
   const handlers: JobHandlers = {
+    [FLOW_JOBS.webhook]: runWebhook,
+
+    /**
+     * A browse-abandonment wait is over: enrol unless the contact viewed a product again since (that view has its
+     * own wait), added to a cart or ordered. One enrolment per last view; the templates see the products viewed
+     * since the contact's last cart activity or order (at most 10, newest first) as `viewed_products`.
+     */
+    [FLOW_JOBS.browseCheck]: async (job) => {
+      const factId = Number(job.payload.factId);
+      await writeTransaction(async (trx) => {
+        const flow = await store.findById(trx, String(job.payload.flowId));
+        if (!flow || flow.deleted_at !== null || flow.status !== 'live' || flow.trigger.type !== 'browse_abandonment') return;
+        const fact = await outbox.find(trx, factId);
+        if (!fact?.contactId) return;
+        const contactId = fact.contactId;
+        const context = (await contexts.load(trx, [fact])).get(fact.id) ?? {};
+        const viewedAt = context.event ? Date.parse(context.event.created_at) : fact.at;
+        if ((await contexts.viewedProducts(trx, fact.workspaceId, contactId, { after: viewedAt })).length > 0) return;
+        if ((await outbox.latestFactId(trx, contactId, { after: factId }, CART_ACTIVITY)) !== null) return;
+        if ((await outbox.latestFactId(trx, contactId, { after: factId }, ORDERS)) !== null) return;
+        const before = Math.max(
+          (await outbox.latestFactId(trx, contactId, { before: factId }, CART_ACTIVITY)) ?? 0,
+          (await outbox.latestFactId(trx, contactId, { before: factId }, ORDERS)) ?? 0,
+        );
+        const since = before > 0 ? ((await outbox.find(trx, before))?.at ?? 0) : 0;
+        context.viewed_products = await contexts.viewedProducts(trx, fact.workspaceId, contactId, { after: since, upTo: viewedAt });
+        await enrol(trx, [{ flow, contactId, fact, dedupeKey: dedupeKey(flow, contactId, `browse:${factId}`), context }]);
+      });
+    },
+
     [FLOW_JOBS.step]: async (job) => {
       try {
         await runSteps(job);
@@ -372,7 +512,28 @@ export function createFlowEngine(deps: {
     handlers,
 
     /** The oldest trigger fact a waiting job will read (a cart check reads its cart fact and those after it). */
-    oldestFactInUse: () => jobs.smallestInPayload(FLOW_JOBS.cartCheck, 'factId'),
+    async oldestFactInUse(): Promise<number | null> {
+      const ids = [await jobs.smallestInPayload(FLOW_JOBS.cartCheck, 'factId'), await jobs.smallestInPayload(FLOW_JOBS.browseCheck, 'factId')].filter((id): id is number => id !== null);
+      return ids.length === 0 ? null : Math.min(...ids);
+    },
+
+    /**
+     * A flow's steps were edited: each enrolment in progress moves to its step's new position (the same path in
+     * the new steps, docs/flows.md), and those that moved get a step job there.
+     */
+    async remap(trx: Knex.Transaction, flow: FlowRow, before: FlowRow['steps'], after: FlowRow['steps']): Promise<void> {
+      const from = compileSteps(before);
+      const to = compileSteps(after);
+      const moves = new Map<number, number>();
+      for (const position of await store.positionsInUse(trx, flow.id)) {
+        const target = remapPosition(from, to, position);
+        if (target !== position) moves.set(position, target);
+      }
+      await store.movePositions(trx, flow.id, moves, clock());
+      if (moves.size === 0 || flow.status !== 'live') return;
+      const moved = (await store.inProgress(trx, flow.id)).filter((e) => [...moves.values()].includes(e.current_step));
+      await jobs.enqueue(trx, stepJobsWhenDue(moved, clock()));
+    },
 
     /** A flow went live again: its held enrolments continue (each from its step, when its wait is over). */
     async resume(trx: Knex.Transaction, flowId: string): Promise<void> {

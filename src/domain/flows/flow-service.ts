@@ -6,7 +6,11 @@ import type { MessageService } from '../messages/message-service.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
-import { parseInput } from '../shared/validate.js';
+import { fieldName, parseInput } from '../shared/validate.js';
+import { randomBytes } from 'node:crypto';
+import { walkSteps } from './flow-program.js';
+import type { WebhookOptions } from './webhook-client.js';
+import { webhookUrlProblem } from './webhook-guard.js';
 import type { Templates } from '../templates/template-engine.js';
 import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
 import type { FlowEngine } from './flow-engine.js';
@@ -14,13 +18,16 @@ import {
   enrollmentListQuerySchema,
   flowCreateSchema,
   flowUpdateSchema,
+  MAX_BRANCH_DEPTH,
+  MAX_TOTAL_STEPS,
+  webhookAttemptQuerySchema,
   type Enrollment,
   type Flow,
   type FlowReport,
   type FlowStep,
   type FlowTrigger,
 } from './flow.schema.js';
-import { createFlowStore, type FlowRow } from './flow-store.js';
+import { createFlowStore, type FlowRow, type WebhookAttempt } from './flow-store.js';
 import { parseConditions } from '../segments/segment.schema.js';
 import type { SegmentService } from '../segments/segment-service.js';
 import type { SenderService } from '../senders/sender-service.js';
@@ -43,6 +50,8 @@ export function createFlowService(deps: {
   segments: Pick<SegmentService, 'exists'>;
   outbox: TriggerOutbox;
   messages: Pick<MessageService, 'report'>;
+  /** Which hosts webhook steps may name over http:// or on private addresses. */
+  webhooks: Pick<WebhookOptions, 'allowHosts'>;
   clock?: Clock;
 }) {
   const { knex, reader, writeTransaction, engine, templates, segments, outbox, messages } = deps;
@@ -55,16 +64,38 @@ export function createFlowService(deps: {
     workspaceId: string,
     input: { steps?: FlowStep[] | undefined; trigger?: FlowTrigger | undefined; filters?: Record<string, unknown> | null | undefined },
   ) {
-    for (const [i, step] of (input.steps ?? []).entries()) {
+    let total = 0;
+    for (const { step, at, depth } of walkSteps(input.steps ?? [])) {
+      const place = fieldName(at);
+      if (++total > MAX_TOTAL_STEPS) throw new ValidationError(`invalid request: steps must have at most ${MAX_TOTAL_STEPS} steps in all (every path's steps counted)`);
+      if (step.type === 'branch') {
+        if (depth + 1 > MAX_BRANCH_DEPTH) throw new ValidationError(`invalid request: ${place} nests branches more than ${MAX_BRANCH_DEPTH} deep`);
+        parseConditions(step.conditions, `${place}.conditions`);
+      }
+      if (step.type === 'update_contact' && step.properties === undefined && step.subscription_status === undefined) {
+        throw new ValidationError(`invalid request: ${place} must set properties or subscription_status`);
+      }
+      if (step.type === 'webhook') {
+        const problem = webhookUrlProblem(step.url, deps.webhooks.allowHosts);
+        if (problem) throw new ValidationError(`invalid request: ${place}.url ${problem}`);
+      }
       if (step.type !== 'email') continue;
-      await templates.check({ subject: step.subject, html: step.html, text: step.text }, `steps[${i}].`);
-      await deps.senders.checkFromEmail(workspaceId, step.from_email, `steps[${i}].from_email`);
+      await templates.check({ subject: step.subject, html: step.html, text: step.text }, `${place}.`);
+      await deps.senders.checkFromEmail(workspaceId, step.from_email, `${place}.from_email`);
     }
     if (input.filters) parseConditions(input.filters, 'filters');
     if (input.trigger?.type === 'segment_entered' && !(await segments.exists(db, workspaceId, input.trigger.segment_id))) {
       throw new ValidationError('invalid request: trigger.segment_id names no segment');
     }
   }
+
+  /** A webhook step without a secret gets one (shown in the flow record; send it back to keep it). */
+  const withSecrets = (steps: FlowStep[]): FlowStep[] =>
+    steps.map((step) => {
+      if (step.type === 'webhook') return step.secret === undefined ? { ...step, secret: `whsec_${randomBytes(24).toString('hex')}` } : step;
+      if (step.type === 'branch') return { ...step, yes: withSecrets(step.yes), no: withSecrets(step.no) };
+      return step;
+    });
 
   async function load(db: Db, workspaceId: string, id: string, lock = false): Promise<FlowRow> {
     const row = await store.find(db, workspaceId, id, lock);
@@ -87,7 +118,7 @@ export function createFlowService(deps: {
         status: input.status,
         trigger_type: input.trigger.type,
         trigger: input.trigger,
-        steps: input.steps,
+        steps: withSecrets(input.steps),
         message_type: input.message_type,
         reentry: input.reentry,
         filters: input.filters ?? null,
@@ -121,9 +152,11 @@ export function createFlowService(deps: {
         const now = clock();
         const patch: Partial<FlowRow> = { ...Object.fromEntries(Object.entries(input).filter(([, v]) => v !== undefined)), updated_at: now };
         if (input.trigger) patch.trigger_type = input.trigger.type;
+        if (input.steps) patch.steps = withSecrets(input.steps);
         const goesLive = input.status === 'live' && row.status !== 'live';
         if (goesLive) patch.live_after_fact = await outbox.lastFactId(trx);
         await store.update(trx, id, patch);
+        if (patch.steps) await engine.remap(trx, { ...row, ...patch } as FlowRow, row.steps, patch.steps);
         if (goesLive) await engine.resume(trx, id);
         return store.toRecord(await load(trx, workspaceId, id));
       });
@@ -141,8 +174,15 @@ export function createFlowService(deps: {
 
     async enrollments(workspaceId: string, id: string, query: unknown, paging: Paging): Promise<Page<Enrollment>> {
       const filter = parseInput(enrollmentListQuerySchema, query ?? {});
+      const { rows, total } = await store.listEnrollments(knex, await load(knex, workspaceId, id), filter, paging);
+      return toPage(rows, total, paging);
+    },
+
+    /** GET /flows/{id}/webhook-attempts: every call of the flow's webhook steps, newest first; `?enrollment_id=` filters. */
+    async webhookAttempts(workspaceId: string, id: string, query: unknown, paging: Paging): Promise<Page<WebhookAttempt>> {
+      const filter = parseInput(webhookAttemptQuerySchema, query ?? {});
       await load(knex, workspaceId, id);
-      const { rows, total } = await store.listEnrollments(knex, id, filter, paging);
+      const { rows, total } = await store.listWebhookAttempts(knex, id, filter, paging);
       return toPage(rows, total, paging);
     },
 

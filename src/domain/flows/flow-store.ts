@@ -6,6 +6,7 @@ import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { TemplateVariables } from '../templates/template-engine.js';
+import { compileSteps, type ProgramEntry } from './flow-program.js';
 import type { Enrollment, EnrollmentStatus, ExitReason, Flow, FlowStep, FlowTrigger } from './flow.schema.js';
 
 /**
@@ -22,14 +23,27 @@ export type FlowRow = Omit<Flow, 'created_at' | 'updated_at'> & {
   updated_at: number;
 };
 
-/** What an email step's templates see of the trigger (event, order, cart), kept with the enrolment. */
-export type TriggerContext = Pick<TemplateVariables, 'event' | 'order' | 'cart'>;
+/** What an email step's templates see of the trigger (event, order, cart, viewed products), kept with the enrolment. */
+export type TriggerContext = Pick<TemplateVariables, 'event' | 'order' | 'cart' | 'viewed_products'>;
+
+/** One call of a webhook step (GET /flows/{id}/webhook-attempts). */
+export interface WebhookAttempt {
+  id: string;
+  enrollment_id: string;
+  step: number;
+  attempt: number;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  created_at: string;
+}
+export type WebhookAttemptRow = Omit<WebhookAttempt, 'created_at'> & { workspace_id: string; flow_id: string; created_at: number };
 
 /**
  * An enrolment as stored: the record's fields, but its times in epoch milliseconds, and the columns the API does
  * not show (`context` is a JSON column, decoded by the row mapper).
  */
-export type EnrollmentRow = Omit<Enrollment, 'next_run_at' | 'created_at' | 'updated_at'> & {
+export type EnrollmentRow = Omit<Enrollment, 'step_path' | 'next_run_at' | 'created_at' | 'updated_at'> & {
   workspace_id: string;
   dedupe_key: string;
   trigger_fact_id: number | null;
@@ -73,7 +87,7 @@ export function createFlowStore(dialect: Dialect) {
     updated_at: dialect.readNumber(raw.updated_at),
   });
 
-  const enrollmentRecord = (raw: Record<string, unknown>): Enrollment => {
+  const enrollmentRecord = (program: ProgramEntry[]) => (raw: Record<string, unknown>): Enrollment => {
     const row = enrollmentFromRow(raw);
     return {
       id: row.id,
@@ -82,6 +96,7 @@ export function createFlowStore(dialect: Dialect) {
       trigger_event_id: row.trigger_event_id ?? null,
       status: row.status,
       current_step: row.current_step,
+      step_path: ['active', 'waiting'].includes(row.status) ? (program[row.current_step]?.path ?? null) : null,
       next_run_at: toIso(row.next_run_at),
       exit_reason: row.exit_reason ?? null,
       created_at: toIso(row.created_at)!,
@@ -208,11 +223,11 @@ export function createFlowStore(dialect: Dialect) {
     },
 
     /**
-     * Ends the abandoned-cart enrolments of these workspaces that each contact started before its order (an
+     * Ends the abandoned-cart and browse-abandonment enrolments of these workspaces that each contact started before its order (an
      * outbox fact id: facts are numbered in commit order); returns how many.
      */
     exitCartEnrollmentsBefore(db: Db, workspaceIds: string[], lastOrderOf: Map<string, number>, now: number): Promise<number> {
-      const cartFlows = db('flows').select('id').where({ trigger_type: 'abandoned_cart' }).whereIn('workspace_id', workspaceIds);
+      const cartFlows = db('flows').select('id').whereIn('trigger_type', ['abandoned_cart', 'browse_abandonment']).whereIn('workspace_id', workspaceIds);
       return this.exitWhere(
         db,
         (q) =>
@@ -238,8 +253,63 @@ export function createFlowStore(dialect: Dialect) {
       }));
     },
 
-    listEnrollments: (db: Db, flowId: string, filter: { status?: EnrollmentStatus }, paging: Paging) =>
-      selectPage(db('flow_enrollments').where({ flow_id: flowId, ...filter }), NEWEST_FIRST, paging, enrollmentRecord),
+    listEnrollments: (db: Db, flow: FlowRow, filter: { status?: EnrollmentStatus }, paging: Paging) =>
+      selectPage(db('flow_enrollments').where({ flow_id: flow.id, ...filter }), NEWEST_FIRST, paging, enrollmentRecord(compileSteps(flow.steps))),
+
+    /**
+     * Hands enrolments to their webhook step's job: those at the step that are running (or whose delay before it
+     * ran out) become `waiting` without `next_run_at`; one already handed over is not handed again.
+     */
+    async awaitWebhook(db: Db, ids: string[], step: number, now: number): Promise<Set<string>> {
+      const moved = new Set<string>();
+      for (const part of chunk(ids, 500)) {
+        const rows = (await db('flow_enrollments')
+          .whereIn('id', part)
+          .where({ current_step: step })
+          .where((q) => q.where({ status: 'active' }).orWhere((w) => w.where({ status: 'waiting' }).whereNotNull('next_run_at')))
+          .update({ status: 'waiting', next_run_at: null, updated_at: now })
+          .returning('id')) as Array<{ id: string }>;
+        for (const row of rows) moved.add(row.id);
+      }
+      return moved;
+    },
+
+    /** Moves every in-progress enrolment of a flow from one position to another (its steps were edited). */
+    async movePositions(db: Db, flowId: string, moves: Map<number, number>, now: number): Promise<void> {
+      if (moves.size === 0) return;
+      // Through a position no enrolment can hold, so one move never catches another's result.
+      for (const [from] of moves) {
+        await db('flow_enrollments').where({ flow_id: flowId, current_step: from }).whereIn('status', IN_PROGRESS).update({ current_step: -1 - from, updated_at: now });
+      }
+      for (const [from, to] of moves) {
+        const moved = () => db('flow_enrollments').where({ flow_id: flowId, current_step: -1 - from });
+        // A webhook call in flight at the old place is dropped: the enrolment runs its new step afresh.
+        await moved().where({ status: 'waiting' }).whereNull('next_run_at').update({ status: 'active' });
+        await moved().whereIn('status', IN_PROGRESS).update({ current_step: to });
+      }
+    },
+
+    /** The positions a flow's in-progress enrolments hold. */
+    async positionsInUse(db: Db, flowId: string): Promise<number[]> {
+      const rows = await db('flow_enrollments').where({ flow_id: flowId }).whereIn('status', IN_PROGRESS).distinct('current_step');
+      return rows.map((r: { current_step: unknown }) => dialect.readNumber(r.current_step));
+    },
+
+    async insertWebhookAttempt(db: Db, row: WebhookAttemptRow): Promise<void> {
+      await db('flow_webhook_attempts').insert(row);
+    },
+
+    listWebhookAttempts: (db: Db, flowId: string, filter: { enrollment_id?: string }, paging: Paging) =>
+      selectPage(db('flow_webhook_attempts').where({ flow_id: flowId, ...filter }), NEWEST_FIRST, paging, (raw: Record<string, unknown>): WebhookAttempt => ({
+        id: raw.id as string,
+        enrollment_id: raw.enrollment_id as string,
+        step: dialect.readNumber(raw.step),
+        attempt: dialect.readNumber(raw.attempt),
+        status_code: dialect.readNullableNumber(raw.status_code),
+        error: (raw.error as string | null) ?? null,
+        duration_ms: dialect.readNumber(raw.duration_ms),
+        created_at: toIso(dialect.readNumber(raw.created_at))!,
+      })),
 
     async enrollmentCounts(db: Db, flowId: string): Promise<Record<EnrollmentStatus, number>> {
       const rows = await db('flow_enrollments').where({ flow_id: flowId }).groupBy('status').select('status', db.raw('COUNT(*) AS n'));

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { sendReportSchema } from '../shared/send-report.js';
 import { canonicalEventName } from '../events/event-names.js';
+import { subscriptionStatusSchema } from '../contacts/contact.schema.js';
 import { emailSchema, jsonObject, text } from '../shared/validate.js';
 
 export const FLOW_STATUSES = ['draft', 'live', 'paused'] as const;
@@ -26,6 +27,7 @@ export const flowTriggerSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('order_updated') }),
   z.object({ type: z.literal('shipping_information'), source_filter: text(255).default('all') }),
   z.object({ type: z.literal('abandoned_cart'), delay_minutes: minutes.positive('must be greater than 0').default(DEFAULT_CART_DELAY_MINUTES) }),
+  z.object({ type: z.literal('browse_abandonment'), delay_minutes: minutes.positive('must be greater than 0').default(DEFAULT_CART_DELAY_MINUTES) }),
   z.object({ type: z.literal('segment_entered'), segment_id: text(36) }),
 ]);
 export type FlowTrigger = z.output<typeof flowTriggerSchema>;
@@ -34,19 +36,49 @@ export type FlowTriggerType = FlowTrigger['type'];
 /** Templates are Liquid, like a campaign's. */
 const template = text(1_048_576);
 
-export const flowStepSchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('delay'), minutes }),
-  z.object({
-    type: z.literal('email'),
-    subject: text(2_000),
-    html: template,
-    text: template.nullable().optional(),
-    from_email: emailSchema.nullable().optional(),
-    from_name: text(255).nullable().optional(),
-  }),
-]);
-export type FlowStep = z.output<typeof flowStepSchema>;
-export type EmailStep = Extract<FlowStep, { type: 'email' }>;
+/** How deep branches nest, and how many steps a flow holds in all (every path's steps counted). */
+export const MAX_BRANCH_DEPTH = 5;
+export const MAX_TOTAL_STEPS = 100;
+
+const delayStep = z.object({ type: z.literal('delay'), minutes });
+const emailStep = z.object({
+  type: z.literal('email'),
+  subject: text(2_000),
+  html: template,
+  text: template.nullable().optional(),
+  from_email: emailSchema.nullable().optional(),
+  from_name: text(255).nullable().optional(),
+});
+/** Merges properties and/or sets the subscription status (consent history origin `flow`). */
+const updateContactStep = z.object({
+  type: z.literal('update_contact'),
+  properties: jsonObject.optional(),
+  subscription_status: subscriptionStatusSchema.optional(),
+});
+/** POSTs the contact and trigger, signed; `secret` is generated at save when not given (docs/flows.md, Webhook steps). */
+const webhookStep = z.object({
+  type: z.literal('webhook'),
+  url: text(2_048),
+  secret: z.string().min(16, 'must be at least 16 characters').max(255, 'must be at most 255 characters').optional(),
+});
+
+export type DelayStep = z.output<typeof delayStep>;
+export type EmailStep = z.output<typeof emailStep>;
+export type UpdateContactStep = z.output<typeof updateContactStep>;
+export type WebhookStep = z.output<typeof webhookStep>;
+/** Segment conditions (checked by the segments' parser at save), then the steps of each path. */
+export interface BranchStep {
+  type: 'branch';
+  conditions: Record<string, unknown>;
+  yes: FlowStep[];
+  no: FlowStep[];
+}
+export type FlowStep = DelayStep | EmailStep | UpdateContactStep | WebhookStep | BranchStep;
+
+const branchPath = (): z.ZodType<FlowStep[]> => z.array(z.lazy(() => flowStepSchema)).max(50, 'must have at most 50 entries').default([]) as unknown as z.ZodType<FlowStep[]>;
+const branchStep = z.object({ type: z.literal('branch'), conditions: jsonObject, yes: branchPath(), no: branchPath() });
+
+export const flowStepSchema: z.ZodType<FlowStep> = z.discriminatedUnion('type', [delayStep, emailStep, updateContactStep, webhookStep, branchStep]) as unknown as z.ZodType<FlowStep>;
 
 const flowFields = {
   name: text(255),
@@ -110,6 +142,7 @@ export interface Enrollment {
   trigger_event_id: string | null;
   status: EnrollmentStatus;
   current_step: number;
+  step_path: string | null;
   next_run_at: string | null;
   exit_reason: ExitReason | null;
   created_at: string;
@@ -122,7 +155,8 @@ export const enrollmentRecordSchema = z.object({
   contact_id: z.string(),
   trigger_event_id: z.string().nullable().describe('The event, order, cart or segment that started it'),
   status: z.enum(ENROLLMENT_STATUSES),
-  current_step: z.number().int().describe('Index of the next step to run'),
+  current_step: z.number().int().describe('Position of the next step in the flow\'s steps flattened (a branch, then its `yes` steps, then its `no` steps)'),
+  step_path: z.string().nullable().describe('The next step as a path in the flow\'s steps (`2.yes.0`); null past the end'),
   next_run_at: z.string().nullable(),
   exit_reason: z.enum(EXIT_REASONS).nullable(),
   created_at: z.string(),
@@ -130,6 +164,19 @@ export const enrollmentRecordSchema = z.object({
 }) satisfies z.ZodType<Enrollment>;
 
 export const enrollmentListQuerySchema = z.object({ status: z.enum(ENROLLMENT_STATUSES).optional() });
+
+export const webhookAttemptQuerySchema = z.object({ enrollment_id: text(36).optional() });
+
+export const webhookAttemptRecordSchema = z.object({
+  id: z.string(),
+  enrollment_id: z.string(),
+  step: z.number().int().describe('The webhook step\'s position (as `current_step` counts)'),
+  attempt: z.number().int().describe('1 for the first call, up to 5'),
+  status_code: z.number().int().nullable().describe('The answer\'s HTTP status; null when none came'),
+  error: z.string().nullable().describe('Why the call failed; null for a 2xx answer'),
+  duration_ms: z.number().int(),
+  created_at: z.string(),
+});
 
 /** GET /flows/{id}/report: the campaign report's counts plus what became of the enrolments. */
 export const flowReportSchema = sendReportSchema.extend({

@@ -5,6 +5,9 @@ import type { OrderLookup } from '../orders/order-lookup.js';
 import type { OutboxFact } from '../triggers/trigger-outbox.js';
 import type { TriggerContext } from './flow-store.js';
 
+/** The canonical product-viewed event (`product_viewed` is its alias). */
+export const VIEWED_PRODUCT = 'viewed_product';
+
 const cartVariables = (cart: CartRecord): NonNullable<TriggerContext['cart']> => ({
   external_id: cart.external_id,
   total_amount: cart.total_amount,
@@ -55,6 +58,25 @@ export function createTriggerContexts(deps: { eventRecords: EventRecords; orders
     async cartConverted(db: Db, cartId: string): Promise<boolean> {
       const [cart] = await cartLookup.find(db, { ids: [cartId] });
       return cart?.converted === true;
+    },
+
+    /**
+     * A browse abandonment's products: the properties of the contact's `viewed_product` events in the range,
+     * newest first, one per product (`product_id`, else `id`, `url` or `title`), at most 10.
+     */
+    async viewedProducts(db: Db, workspaceId: string, contactId: string, range: { after: number; upTo?: number }): Promise<Array<Record<string, unknown>>> {
+      const views = await eventRecords.ofContact(db, workspaceId, contactId, VIEWED_PRODUCT, range, 100);
+      const seen = new Set<string>();
+      const products: Array<Record<string, unknown>> = [];
+      for (const view of views) {
+        const p = view.properties;
+        const key = JSON.stringify(p.product_id ?? p.id ?? p.url ?? p.title ?? view.id);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        products.push(p);
+        if (products.length === 10) break;
+      }
+      return products;
     },
 
     /** A contact's latest cart, for abandoned carts seen only through events (no cart row of their own). */

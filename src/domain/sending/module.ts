@@ -21,6 +21,7 @@ import { createTrackingService } from '../tracking/tracking-service.js';
 import { createRelayWebhookService } from '../relay-webhooks/relay-webhook-service.js';
 import type { RelayFetch } from '../relay-webhooks/relay-signatures.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
+import type { WebhookOptions } from '../flows/webhook-client.js';
 
 /** How mail leaves and where its links point (docs/email.md, Delivery). */
 export interface EmailOptions {
@@ -36,6 +37,8 @@ export interface EmailOptions {
   relayFetch?: RelayFetch;
   /** The envelope sender (Return-Path) of every mail; unset: the From address. */
   smtpReturnPath?: string | undefined;
+  /** Flow webhook steps' outbound calls (EMK_WEBHOOK_*; unset: no host allowed, 10 s, 1 min). */
+  webhooks?: WebhookOptions;
 }
 
 export const DEFAULT_EMAIL: EmailOptions = { baseUrl: 'http://localhost:8080' };
@@ -47,6 +50,7 @@ export const emailOptionsOf = (config: EmkConfig): EmailOptions => ({
   smtpMaxConnections: config.smtpMaxConnections,
   templateLimits: { timeoutMs: config.templateTimeoutMs, maxBytes: config.templateMaxBytes },
   smtpReturnPath: config.smtpReturnPath,
+  webhooks: config.webhooks,
 });
 
 /**

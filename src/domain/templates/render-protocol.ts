@@ -40,6 +40,8 @@ export interface TemplateVariables {
     items: unknown[];
   };
   /** `postal_address` is the settings' (null when unset): the default footer prints it. */
+  /** A browse-abandonment flow's viewed products, newest first: each view event's properties. */
+  viewed_products?: Array<Record<string, unknown>>;
   workspace?: { name: string; postal_address?: string | null };
   unsubscribe_url?: string;
   preferences_url?: string;

@@ -58,6 +58,7 @@ const SAMPLE_VARIABLES: TemplateVariables = {
     items: [{ external_id: 'sample-1', title: 'Sample product 1', quantity: 1, price: 10 }],
   },
   cart: { external_id: 'sample-cart', total_amount: 10, currency: 'EUR', checkout_url: 'https://example.com/checkout', items: [{ title: 'Sample product 1' }] },
+  viewed_products: [{ product_id: 'sample-1', title: 'Sample product 1', url: 'https://example.com/p/1', image_url: 'https://example.com/p/1.jpg', price: 10 }],
   workspace: { name: 'Sample shop', postal_address: '1 Sample Street\n12345 Sample City' },
   unsubscribe_url: 'https://example.com/u/sample',
   preferences_url: 'https://example.com/p/sample',

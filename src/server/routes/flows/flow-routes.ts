@@ -4,6 +4,8 @@ import type { Services } from '../../../domain/create-services.js';
 import {
   enrollmentListQuerySchema,
   enrollmentRecordSchema,
+  webhookAttemptQuerySchema,
+  webhookAttemptRecordSchema,
   flowCreateSchema,
   flowRecordSchema,
   flowReportSchema,
@@ -82,6 +84,21 @@ export function flowRoutes(services: Services) {
         }),
       },
       async (request) => services.flows.enrollments(request.workspaceId, request.params.id, request.query, parseInput(pagingSchema, request.query)),
+    );
+
+    app.get<ById>(
+      '/flows/:id/webhook-attempts',
+      {
+        schema: describeRoute({
+          ...flows,
+          summary: 'Calls of the flow\'s webhook steps, newest first (filter by `enrollment_id`)',
+          params: idParams,
+          query: pagingSchema.extend(webhookAttemptQuerySchema.shape),
+          replies: { 200: pageOf(webhookAttemptRecordSchema) },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request) => services.flows.webhookAttempts(request.workspaceId, request.params.id, request.query, parseInput(pagingSchema, request.query)),
     );
 
     app.get<ById>(
