@@ -85,7 +85,8 @@ export function isRefusedAddress(address: string): boolean {
 export function normaliseHost(host: string): string | null {
   try {
     const hostname = new URL(`http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}/`).hostname;
-    return hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    // A trailing dot names the same host (`localhost.`).
+    return hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
   } catch {
     return null;
   }
