@@ -75,10 +75,19 @@ export interface BranchStep {
 }
 export type FlowStep = DelayStep | EmailStep | UpdateContactStep | WebhookStep | BranchStep;
 
-const branchPath = (): z.ZodType<FlowStep[]> => z.array(z.lazy(() => flowStepSchema)).max(50, 'must have at most 50 entries').default([]) as unknown as z.ZodType<FlowStep[]>;
-const branchStep = z.object({ type: z.literal('branch'), conditions: jsonObject, yes: branchPath(), no: branchPath() });
+/** The step union, its branch paths lists of `path` (a list of steps; see the two uses below). */
+const stepUnion = (path: z.ZodType) =>
+  z.discriminatedUnion('type', [delayStep, emailStep, updateContactStep, webhookStep, z.object({ type: z.literal('branch'), conditions: jsonObject, yes: path, no: path })]);
+const pathOf = (step: z.ZodType) => z.array(step).max(50, 'must have at most 50 entries').default([]);
 
-export const flowStepSchema: z.ZodType<FlowStep> = z.discriminatedUnion('type', [delayStep, emailStep, updateContactStep, webhookStep, branchStep]) as unknown as z.ZodType<FlowStep>;
+export const flowStepSchema: z.ZodType<FlowStep> = stepUnion(pathOf(z.lazy(() => flowStepSchema))) as unknown as z.ZodType<FlowStep>;
+
+/**
+ * What the OpenAPI document shows of a step: the same, but a branch's paths as lists of objects (the generator
+ * cannot write a schema that refers to itself). The routes check with it ahead; the domain's parse checks every
+ * nested step with flowStepSchema and names its place.
+ */
+const documentedFlowStepSchema = stepUnion(pathOf(z.record(z.string(), z.unknown()).describe('A step, as in `steps`')));
 
 const flowFields = {
   name: text(255),
@@ -95,6 +104,9 @@ const flowFields = {
 /** POST /api/v1/flows. */
 export const flowCreateSchema = z.object(flowFields);
 
+/** POST /api/v1/flows as the OpenAPI document shows it (documentedFlowStepSchema). */
+export const flowCreateDocSchema = flowCreateSchema.extend({ steps: z.array(documentedFlowStepSchema).max(50, 'must have at most 50 entries').default([]) });
+
 /** PATCH /api/v1/flows/{id}: only the fields sent change. */
 export const flowUpdateSchema = z.object({
   name: flowFields.name,
@@ -106,6 +118,8 @@ export const flowUpdateSchema = z.object({
   filters: flowFields.filters,
   smart_sending_hours: z.number().min(0, 'must be at least 0').max(8_760, 'must be at most 8760'),
 }).partial();
+
+export const flowUpdateDocSchema = flowUpdateSchema.extend({ steps: z.array(documentedFlowStepSchema).max(50, 'must have at most 50 entries').optional() });
 
 export interface Flow {
   id: string;

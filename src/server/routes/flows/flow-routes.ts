@@ -6,10 +6,10 @@ import {
   enrollmentRecordSchema,
   webhookAttemptQuerySchema,
   webhookAttemptRecordSchema,
-  flowCreateSchema,
+  flowCreateDocSchema,
   flowRecordSchema,
   flowReportSchema,
-  flowUpdateSchema,
+  flowUpdateDocSchema,
 } from '../../../domain/flows/flow.schema.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
@@ -27,7 +27,7 @@ export function flowRoutes(services: Services) {
         schema: describeRoute({
           ...flows,
           summary: 'Create a flow (templates, filters and a segment trigger are checked: a 400 names the place)',
-          body: flowCreateSchema,
+          body: flowCreateDocSchema,
           replies: { 201: flowRecordSchema },
           errors: [400, 401],
         }),
@@ -54,7 +54,7 @@ export function flowRoutes(services: Services) {
           ...flows,
           summary: 'Change any field; a flow that is not live holds its enrolments, going live resumes them',
           params: idParams,
-          body: flowUpdateSchema,
+          body: flowUpdateDocSchema,
           replies: { 200: flowRecordSchema },
           errors: [400, 401, 404],
         }),
