@@ -280,6 +280,28 @@ describeEachDatabase(
       expect(await subjectsOf(ws, id, who)).toEqual(['Anyway']);
     });
 
+    it('a flow paused while its webhook call waits holds the enrolment at the step; live again, it calls again once', async () => {
+      const ws = await h().workspace();
+      const who = await contact(ws, 'subscribed');
+      const id = await flow(ws, { steps: [{ type: 'webhook', url: hookUrl, secret: SECRET }, email('Resumed')] });
+      received.length = 0;
+      answers.push(500);
+      await go(ws, who);
+      await work(); // the first call fails; its retry waits
+      expect((await enrollments(ws, id))[0]).toMatchObject({ status: 'waiting', next_run_at: null });
+      expect((await api(ws, 'PATCH', `/flows/${id}`, { status: 'paused' })).statusCode).toBe(200);
+      await knex()('jobs').where({ kind: 'flow.webhook' }).whereNull('failed_at').update({ run_at: Date.now() - 1 });
+      await work(); // the retry finds the flow paused: no call, the enrolment is held at its step
+      expect(received).toHaveLength(1);
+      expect((await enrollments(ws, id))[0]).toMatchObject({ status: 'active', step_path: '0' });
+      expect((await api(ws, 'PATCH', `/flows/${id}`, { status: 'live' })).statusCode).toBe(200);
+      await work();
+      expect(received).toHaveLength(2);
+      expect((await enrollments(ws, id))[0]).toMatchObject({ status: 'completed' });
+      expect(await subjectsOf(ws, id, who)).toEqual(['Resumed']);
+      expect((await attempts(ws, id)).map((a) => [a.attempt, a.status_code])).toEqual([[1, 200], [1, 500]]);
+    });
+
     // ------------------------------------------------------------------ browse_abandonment
 
     it('browse_abandonment enrols after the wait with the viewed products; repeated views enrol once', async () => {

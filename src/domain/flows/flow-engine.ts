@@ -442,7 +442,15 @@ export function createFlowEngine(deps: {
   }
 
   const handlers: JobHandlers = {
-    [FLOW_JOBS.webhook]: runWebhook,
+    [FLOW_JOBS.webhook]: async (job) => {
+      try {
+        await runWebhook(job);
+      } catch (error) {
+        // A failure of ours (not the receiver's: those are recorded and move on after the last attempt).
+        if (job.attempt >= job.maxAttempts && !(error instanceof RetryJobLater)) await store.fail(knex, [String(job.payload.enrollmentId)], clock());
+        throw error;
+      }
+    },
 
     /**
      * A browse-abandonment wait is over: enrol unless the contact viewed a product again since (that view has its
