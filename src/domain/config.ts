@@ -55,7 +55,7 @@ const envSchema = z.object({
   // Flow webhook steps (docs/flows.md, Webhook steps): hosts they may reach over http:// or on private addresses,
   // the whole call's deadline, the first retry's wait (each later one doubles).
   EMK_WEBHOOK_ALLOW_HOSTS: z.string().optional(),
-  EMK_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(10, 'must be at least 10').max(60_000, 'must be at most 60000').default(10_000),
+  EMK_WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(10, 'must be at least 10').max(30_000, 'must be at most 30000').default(10_000),
   EMK_WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().min(10, 'must be at least 10').max(3_600_000, 'must be at most 3600000').default(60_000),
 });
 
