@@ -467,7 +467,7 @@ export function createFlowEngine(deps: {
         const contactId = fact.contactId;
         const context = (await contexts.load(trx, [fact])).get(fact.id) ?? {};
         const viewedAt = context.event ? Date.parse(context.event.created_at) : fact.at;
-        if ((await contexts.viewedProducts(trx, fact.workspaceId, contactId, { after: viewedAt })).length > 0) return;
+        if (await contexts.viewedSince(trx, fact.workspaceId, contactId, { id: fact.subjectId, at: viewedAt })) return;
         if ((await outbox.latestFactId(trx, contactId, { after: factId }, CART_ACTIVITY)) !== null) return;
         if ((await outbox.latestFactId(trx, contactId, { after: factId }, ORDERS)) !== null) return;
         const before = Math.max(

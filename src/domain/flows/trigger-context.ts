@@ -79,6 +79,15 @@ export function createTriggerContexts(deps: { eventRecords: EventRecords; orders
       return products;
     },
 
+    /**
+     * Whether the contact viewed a product after this view: views are ordered by time, then by id (two views in
+     * one millisecond: exactly one of them is the last).
+     */
+    async viewedSince(db: Db, workspaceId: string, contactId: string, view: { id: string; at: number }): Promise<boolean> {
+      const views = await eventRecords.ofContact(db, workspaceId, contactId, VIEWED_PRODUCT, { after: view.at - 1 }, 100);
+      return views.some((v) => Date.parse(v.created_at) > view.at || (v.id !== view.id && v.id > view.id));
+    },
+
     /** A contact's latest cart, for abandoned carts seen only through events (no cart row of their own). */
     async latestCart(db: Db, contactId: string): Promise<TriggerContext['cart'] | undefined> {
       const [cart] = await cartLookup.find(db, { contactId });
