@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Database, Db, Reader } from '../db/database.js';
@@ -7,7 +8,6 @@ import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { fieldName, parseInput } from '../shared/validate.js';
-import { randomBytes } from 'node:crypto';
 import { walkSteps } from './flow-program.js';
 import type { WebhookOptions } from './webhook-client.js';
 import { webhookUrlProblem } from './webhook-guard.js';
