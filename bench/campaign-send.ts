@@ -86,17 +86,26 @@ export async function prepareCampaign(url: string, contacts: number, options: { 
     await seedCatalog(services, workspace.id);
     const seededSeconds = (performance.now() - seeding) / 1000;
     if (options.signed) await services.senders.add(workspace.id, { domain: 'bench.test' });
-    const feed = await services.feeds.create(workspace.id, { name: 'Best sellers', recommendation_type: 'best_selling', max_items: BLOCK });
-    const campaign = await services.campaigns.create(workspace.id, {
-      name: 'Bench',
-      from_email: 'news@bench.test',
-      subject: 'Picks for {{ contact.email }}',
-      html: `<p>Hello {{ contact.email }}</p>{% products feed: "${feed.feed.id}", limit: ${BLOCK}, fallback: "best_selling" %}<a href="{{ item.url }}">{{ item.title }}</a>{% endproducts %}<a href="https://bench.test/sale">Sale</a><a href="{{ unsubscribe_url }}">Unsubscribe</a>`,
-    });
-    return { workspaceId: workspace.id, apiKey: apiKey.key, campaignId: campaign.id, contacts, seededSeconds: +seededSeconds.toFixed(1) };
+    const campaignId = await createBenchCampaign(services, workspace.id, 'news@bench.test');
+    return { workspaceId: workspace.id, apiKey: apiKey.key, campaignId, contacts, seededSeconds: +seededSeconds.toFixed(1) };
   } finally {
     await services.close();
   }
+}
+
+/**
+ * The bench's draft campaign in a workspace: personalised, with a BLOCK-product `best_selling` block, a tracked
+ * link and the unsubscribe link. `from` must be at the workspace's domain (or one of its senders).
+ */
+export async function createBenchCampaign(services: ReturnType<typeof createServices>, workspaceId: string, from: string): Promise<string> {
+  const feed = await services.feeds.create(workspaceId, { name: 'Best sellers', recommendation_type: 'best_selling', max_items: BLOCK });
+  const campaign = await services.campaigns.create(workspaceId, {
+    name: 'Bench',
+    from_email: from,
+    subject: 'Picks for {{ contact.email }}',
+    html: `<p>Hello {{ contact.email }}</p>{% products feed: "${feed.feed.id}", limit: ${BLOCK}, fallback: "best_selling" %}<a href="{{ item.url }}">{{ item.title }}</a>{% endproducts %}<a href="https://bench.test/sale">Sale</a><a href="{{ unsubscribe_url }}">Unsubscribe</a>`,
+  });
+  return campaign.id;
 }
 
 /** Starts the send and works it through with this process's worker until every message reached an end. */

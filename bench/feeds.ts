@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServices, type Services } from '../src/domain/create-services.js';
 import { openDatabase, type Database } from '../src/domain/db/database.js';
+import { NET_REVENUE_SQL } from '../src/domain/orders/net-revenue.js';
 import { createBenchDatabase } from './postgres.js';
 import type { ServerProcess } from './processes.js';
 
@@ -32,7 +33,7 @@ export interface FeedsEmk {
   start(databaseUrl: string): Promise<ServerProcess>;
 }
 
-interface LatencyRow {
+export interface LatencyRow {
   row: string;
   database: string;
   requests: number;
@@ -79,6 +80,10 @@ export function storeSizes(scale: number) {
     /** Every 26th event is an `added_to_cart`: `views` product views beside them. */
     events: views + Math.ceil(views / 25),
     carts: of(3_000),
+    /** Days the orders and events are spread over, ending now. */
+    windowDays: WINDOW_DAYS,
+    /** Percent of the contacts subscribed (the others `non_subscribed`). */
+    subscribedPercent: 100,
   };
 }
 export type StoreSizes = ReturnType<typeof storeSizes>;
@@ -132,8 +137,8 @@ interface TableGenerator {
 function generators(kit: SqlKit, workspaceId: string, sizes: StoreSizes, now: number): TableGenerator[] {
   if (!/^[0-9a-f-]{36}$/.test(workspaceId)) throw new Error(`unexpected workspace id ${workspaceId}`);
   const ws = `'${workspaceId}'`;
-  const start = now - WINDOW_DAYS * DAY_MS;
-  const span = WINDOW_DAYS * DAY_MS;
+  const start = now - sizes.windowDays * DAY_MS;
+  const span = sizes.windowDays * DAY_MS;
   const rand = (m: number) => kit.int(`${m} * ${kit.random}`);
   /** 0..m-1, small numbers far more often: u^3 puts a third of the draws in the first 4 % of the range. */
   const popular = (m: number) => kit.int(`${m} * power(${kit.random}, 3)`);
@@ -147,6 +152,9 @@ function generators(kit: SqlKit, workspaceId: string, sizes: StoreSizes, now: nu
   const orderedAt = `${start} + ${kit.int(`n * ${span / sizes.orders}`)}`;
   const eventAt = `${start} + ${kit.int(`n * ${span / sizes.events}`)}`;
   const manual = 'n % 30 = 0';
+  const status = `CASE WHEN n % 100 < ${sizes.subscribedPercent} THEN 'subscribed' ELSE 'non_subscribed' END`;
+  // The same for a contact and its consent entry: contacts signed up one after another before the window opened.
+  const contactCreatedAt = `${start} - (n * 7919) % ${365 * DAY_MS}`;
   const size = pick('(n + pos) % 5', SIZES);
   const color = pick('(n * 7 + pos * 3) % 6', COLORS);
 
@@ -157,7 +165,15 @@ function generators(kit: SqlKit, workspaceId: string, sizes: StoreSizes, now: nu
       sql: (from, to) => `INSERT INTO contacts (id, workspace_id, email, email_key, properties, subscription_status, source,
           lifetime_revenue, orders_count, created_at, updated_at)
         SELECT ${id('c0000000', 'n')}, ${ws}, 'feed-' || n || '@bench.test', 'feed-' || n || '@bench.test', ${kit.json(`'{}'`)},
-          'subscribed', 'bench', 0, 0, ${start} - ${rand(365 * DAY_MS)}, ${now}
+          ${status}, 'bench', 0, 0, ${contactCreatedAt}, ${now}
+        FROM ${kit.series(from, to)}`,
+    },
+    {
+      // A contact's first status is a consent-history entry, as the contact service records it on create.
+      table: 'subscription_changes',
+      rows: sizes.contacts,
+      sql: (from, to) => `INSERT INTO subscription_changes (contact_id, from_status, to_status, origin, created_at, message_id)
+        SELECT ${id('c0000000', 'n')}, NULL, ${status}, 'create:bench', ${contactCreatedAt}, NULL
         FROM ${kit.series(from, to)}`,
     },
     {
@@ -288,9 +304,19 @@ export async function generate(databaseUrl: string, workspaceId: string, sizes: 
       if (postgres) await trx.raw(`SET LOCAL maintenance_work_mem = '1GB'`);
       for (const index of indexes) await trx.raw(index.sql);
     });
+    // Each buyer's totals, as the order path keeps them (one aggregate over the orders, as order-store's UPDATE … FROM).
+    await db.writeTransaction((trx) =>
+      trx.raw(
+        `UPDATE contacts SET lifetime_revenue = totals.revenue, orders_count = totals.orders
+         FROM (SELECT contact_id, ROUND(SUM(${NET_REVENUE_SQL}), 4) AS revenue, COUNT(*) AS orders
+               FROM orders WHERE workspace_id = ? GROUP BY contact_id) AS totals
+         WHERE contacts.id = totals.contact_id`,
+        [workspaceId],
+      ),
+    );
     // PostgreSQL's autovacuum would analyse the new rows within a minute; done now so every row sees the same plans.
     if (postgres) await db.knex.raw('ANALYZE');
-    log(`feeds on ${label}: ${indexes.length} indexes built in ${seconds(started)} s`);
+    log(`feeds on ${label}: ${indexes.length} indexes built, buyers' totals set in ${seconds(started)} s`);
   } finally {
     await db.close();
   }
@@ -306,7 +332,7 @@ async function timed(work: () => Promise<unknown>): Promise<number> {
 }
 
 /** The feed-filter side tables (one transaction), then the behaviour aggregates. */
-async function rebuild(services: Services, workspaceId: string, label: string) {
+export async function rebuild(services: Services, workspaceId: string, label: string) {
   const filterReindexSeconds = await timed(() => services.products.reindexFilters(workspaceId));
   log(`feeds on ${label}: filter reindex in ${filterReindexSeconds.toFixed(1)} s`);
   const aggregateRebuildSeconds = await timed(() => services.productActivity.rebuild(workspaceId));
@@ -314,7 +340,7 @@ async function rebuild(services: Services, workspaceId: string, label: string) {
   return { filterReindexSeconds, aggregateRebuildSeconds };
 }
 
-async function databaseSize(db: Database, databaseUrl: string): Promise<number> {
+export async function databaseSize(db: Database, databaseUrl: string): Promise<number> {
   if (db.dialect.name === 'postgres') {
     const { rows } = (await db.knex.raw('SELECT pg_database_size(current_database()) AS size')) as { rows: Array<{ size: string }> };
     return Number(rows[0]!.size);
@@ -359,7 +385,7 @@ async function measureRow(label: string, requests: number, send: (i: number) => 
 
 const category = (i: number) => `Category ${(i * 37) % CATEGORIES}`;
 
-async function measureAll(server: ServerProcess, apiKey: string, contacts: string[], label: string, requests: number, notes: string[]) {
+export async function measureAll(server: ServerProcess, apiKey: string, contacts: string[], label: string, requests: number, notes: string[]) {
   const headers = { 'content-type': 'application/json', 'x-api-key': apiKey };
   const createFeed = (body: Record<string, unknown>) =>
     fetch(`${server.url}/api/v1/product-feeds`, { method: 'POST', headers, body: JSON.stringify(body) });

@@ -12,6 +12,7 @@ import { snapshotDatabase } from './snapshot.js';
 import { measureSyncCeiling, runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
 import { benchFailures } from './verdict.js';
+import { runCopyBench, runSizeBench, sizeTables, type CopyRun, type SizeRun, type SizeOptions } from './size.js';
 import { automationTables, runAutomationBench, type AutomationOptions, type AutomationRuns } from './automation.js';
 import {
   campaignTable,
@@ -47,6 +48,12 @@ import {
  * (its length, default 20), BENCH_SEGMENT_SCALE (size of the generated store the big segment is computed over,
  * as BENCH_FEEDS_SCALE, which it follows by default; 0 skips those rows), BENCH_SEGMENT_EVENTS (single events
  * timed through the dispatcher on that store, default 200), BENCH_AUTOMATION_DATABASES (`sqlite,postgres`).
+ *
+ * Figures at size (issue 35, see size.ts): BENCH_SIZE (0 by default, so skipped; 1 = the issue's store of 1M
+ * contacts and 10M events on PostgreSQL, 200k and 2M on SQLite, filled once and kept between runs; smaller for a
+ * quick try), BENCH_SIZE_DATABASES (`sqlite,postgres`), BENCH_SIZE_CAMPAIGN (1 by default: a campaign to every
+ * subscriber of the store; 0 skips it), BENCH_COPY_EVENTS (events of the demo shop grown for the `emk copy-data`
+ * row, default 1000000; 0 skips it).
  *
  * To run only the campaign and tracking rows: BENCH_EVENT_ROUTES=0 BENCH_SYNC_ORDERS=0 BENCH_EVENT_ROWS=0
  * BENCH_FEEDS_SCALE=0 BENCH_AUTOMATION=0 npm run bench.
@@ -89,6 +96,16 @@ const AUTOMATION_OPTIONS: AutomationOptions = {
   storeScale: positiveNumber('BENCH_SEGMENT_SCALE', FEEDS_SCALE, true),
   storeEvents: positiveNumber('BENCH_SEGMENT_EVENTS', 200),
   databases: new Set((process.env.BENCH_AUTOMATION_DATABASES ?? 'sqlite,postgres').split(',').map((d) => d.trim())),
+};
+const SIZE_OPTIONS: SizeOptions = {
+  scale: positiveNumber('BENCH_SIZE', 0, true),
+  databases: new Set((process.env.BENCH_SIZE_DATABASES ?? 'sqlite,postgres').split(',').map((d) => d.trim())),
+  requests: FEED_REQUESTS,
+  connections: CONNECTIONS,
+  duration: DURATION_S,
+  warmup: WARMUP_S,
+  campaign: positiveNumber('BENCH_SIZE_CAMPAIGN', 1, true) > 0,
+  copyEvents: positiveNumber('BENCH_COPY_EVENTS', 1_000_000, true),
 };
 /** Issue 13: the tracking routes should answer at least this share of the bare route's rate. */
 const TRACKING_GOAL_RATIO = 0.3;
@@ -740,6 +757,8 @@ async function main(): Promise<void> {
   const campaignRows: CampaignRow[] = [];
   const workersRows: WorkersRow[] = [];
   const bareTracking: Partial<Record<TrackingKind, Row>> = {};
+  let sizeRuns: SizeRun[] = [];
+  let copyRun: CopyRun | null = null;
   /** A row whose step throws is reported FAILED and the bench goes on with the next. */
   const attempt = async (what: string, step: () => Promise<void>) => {
     try {
@@ -808,6 +827,16 @@ async function main(): Promise<void> {
       automationRuns = await runAutomationBench({ dir, postgresServer, emk: benchEmk, options: AUTOMATION_OPTIONS, notes, failures, onCleanup: (c) => cleanups.push(c) });
     }
 
+    const onCleanup = (cleanup: () => Promise<void>) => void cleanups.push(cleanup);
+    if (SIZE_OPTIONS.copyEvents > 0) {
+      await attempt('emk copy-data', async () => {
+        copyRun = await runCopyBench({ dir, postgresServer, ctx: CAMPAIGN_CONTEXT, events: SIZE_OPTIONS.copyEvents, notes, onCleanup });
+      });
+    }
+    if (SIZE_OPTIONS.scale > 0) {
+      sizeRuns = await runSizeBench({ postgresServer, emk: benchEmk, ctx: CAMPAIGN_CONTEXT, options: SIZE_OPTIONS, notes, failures, onCleanup });
+    }
+
     if (FEEDS_SCALE > 0) {
       const emk = benchEmk;
       const options = { scale: FEEDS_SCALE, requests: FEED_REQUESTS, databases: FEEDS_DATABASES };
@@ -835,6 +864,7 @@ async function main(): Promise<void> {
   for (const [header, lines] of automationRuns ? automationTables(automationRuns, AUTOMATION_OPTIONS) : []) {
     process.stdout.write(`\n${formatTable(header, lines)}\n`);
   }
+  for (const [header, lines] of sizeTables(sizeRuns, copyRun)) process.stdout.write(`\n${formatTable(header, lines)}\n`);
   for (const note of [...notes, ...trackingVerdicts(rows)]) process.stdout.write(`${note}\n`);
   process.stdout.write(
     '\nrequests/s: autocannon mean of per-second samples; vs bare: requests/s relative to the bare Fastify route ' +
