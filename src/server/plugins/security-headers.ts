@@ -34,11 +34,13 @@ const CONSENT_PAGE_CSP = {
 };
 
 /**
- * The console and the landing page: the server's own markup, with inline styles and an inline SVG, forms that post
+ * The console and the landing page (referrer sent within the origin only): the server's own markup, with inline styles and an inline SVG, forms that post
  * to the console, no script. Images only as `data:` URLs: a message shown in the console's sandboxed frame (which
  * inherits this policy) loads no remote image, so its open pixel is never fetched. Framed by nothing.
  */
 const CONSOLE_PAGE_CSP = {
+  // Browsers then send the console's forms' real `Origin` (under `no-referrer` it is `null`), which sign-in checks.
+  referrerPolicy: { policy: 'same-origin' as const },
   contentSecurityPolicy: {
     useDefaults: false,
     directives: {

@@ -39,8 +39,8 @@ function usersSetPasswordCommand(): Command {
       options,
       async (context) => {
         const email = emailFlag(options.email);
-        const workspace = await context.workspace();
         const password = await newPassword(options, context);
+        const workspace = await context.workspace();
         return { user: await (await context.services()).users.setPasswordOf(workspace.id, { email, password }) };
       },
       ({ user }) => `password set for ${user.email} (${user.role}): sign in at /console`,

@@ -84,7 +84,7 @@ export function overviewPage(viewer: Viewer, o: ConsoleOverview): string {
   const revenue =
     o.revenue.length === 0
       ? [card('revenue', 'Attributed revenue, 30 days', 0)]
-      : o.revenue.map((r) => html`<div class="card" data-currency="${r.currency}"><small>Attributed revenue, 30 days (${r.currency})</small><b>${metric('revenue', r.revenue)}</b><small>${metric('attributed_orders', r.orders)} orders</small></div>`);
+      : o.revenue.map((r) => html`<div class="card" data-currency="${r.currency}"><small>Attributed revenue, 30 days (${r.currency})</small><b>${metric('revenue', r.revenue)}</b><small>${metric('attributed_orders', r.orders)} ${r.orders === 1 ? 'order' : 'orders'}</small></div>`);
   return layout(
     viewer,
     '/console',

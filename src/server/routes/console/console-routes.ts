@@ -70,10 +70,13 @@ export function consoleRoutes(services: Services, config: Pick<EmkConfig, 'baseU
   const baseOrigin = new URL(config.baseUrl).origin;
   const httpsBase = baseOrigin.startsWith('https:');
 
-  /** The origins a console form may be posted from: this server as the request reached it, and EMK_BASE_URL's. */
+  /**
+   * The origins a console form may be posted from: this server as the request reached it, and EMK_BASE_URL's. A
+   * browser that hides the origin (`null`, or none) must say the request is its own (`Sec-Fetch-Site`).
+   */
   function sameOrigin(request: FastifyRequest): boolean {
     const origin = request.headers.origin;
-    if (origin === undefined) return request.headers['sec-fetch-site'] === 'same-origin';
+    if (origin === undefined || origin === 'null') return request.headers['sec-fetch-site'] === 'same-origin';
     return origin === baseOrigin || origin === `${request.protocol}://${request.host}`;
   }
 
