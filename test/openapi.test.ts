@@ -55,7 +55,7 @@ describeEachDatabase('routes that describe themselves', (h, dialect) => {
   it('GET /openapi.json lists every registered route (but its own page), each with its noun and credential', async () => {
     const doc = await document();
     expect(doc.openapi).toBe('3.1.0');
-    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['accessToken', 'apiKey', 'integrationKey', 'metricsToken', 'platformSignature', 'segmentWriteKey', 'siteId']);
+    expect(Object.keys(doc.components.securitySchemes).sort()).toEqual(['accessToken', 'apiKey', 'consoleSession', 'integrationKey', 'metricsToken', 'platformSignature', 'segmentWriteKey', 'siteId']);
     const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`));
     const served = (await registeredRoutes(h().database.url)).filter(
       (route) => !DOCUMENTATION_ROUTES.some((prefix) => route.split(' ')[1]!.startsWith(prefix)),

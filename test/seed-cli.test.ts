@@ -40,11 +40,15 @@ describeEachDatabase('emk seed', (h, dialect) => {
       site_id: expect.any(String),
       api_key: expect.stringMatching(/^emk_/),
       integration: { id: expect.any(String), api_key: expect.any(String), platform: 'website', domain: 'demo-shop.example.com' },
+      console_login: { email: 'demo@example.com', password: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/) },
       platform_integration: null,
       deliveries: [],
       counts: DEMO_COUNTS,
     });
     demo = result.workspace_id;
+    // The console's demo login works (an owner of the demo workspace); the next seeded workspace gets its own.
+    const signedIn = await h().services.users.openConsoleSession({ email: 'demo@example.com', password: result.console_login.password });
+    expect(signedIn.user).toMatchObject({ workspaceId: demo, role: 'owner' });
     expect((await h().services.workspaces.get(demo)).name).toBe('Demo shop');
     // The key it printed works.
     const me = await h().request({ method: 'GET', url: '/api/v1/contacts?perPage=1', key: result.api_key });
@@ -93,6 +97,7 @@ describeEachDatabase('emk seed', (h, dialect) => {
       site_id: expect.any(String),
       api_key: null,
       integration: null,
+      console_login: null,
       platform_integration: null,
       deliveries: [],
       counts: DEMO_COUNTS,
@@ -161,7 +166,7 @@ describeEachDatabase('emk seed', (h, dialect) => {
     const before = await storedOf(first.workspace_id);
     expect(before.webhook_deliveries).toHaveLength(first.deliveries.length);
     const again = await json(['seed', '--fixtures', fixturesOf(platform), '--workspace', first.workspace_id]);
-    expect(again).toEqual({ ...first, site_id: expect.any(String), api_key: null, integration: null, platform_integration: null, deliveries: deliveriesOf(platform, 'duplicate') });
+    expect(again).toEqual({ ...first, site_id: expect.any(String), api_key: null, integration: null, console_login: null, platform_integration: null, deliveries: deliveriesOf(platform, 'duplicate') });
     expect(await storedOf(first.workspace_id)).toEqual(before);
   }
 

@@ -44,6 +44,8 @@ import { userRoutes } from './routes/users/user-routes.js';
 import { relayWebhookRoutes } from './routes/relay-webhooks/relay-webhook-routes.js';
 import { espRoutes } from './routes/esp/esp-routes.js';
 import { dataRequestRoutes } from './routes/data-rights/data-request-routes.js';
+import { consoleRoutes } from './routes/console/console-routes.js';
+import { landingRoutes } from './routes/landing/landing-routes.js';
 
 /** Bodies above 5 MiB are refused with 413 (docs/api/errors.md). */
 export const BODY_LIMIT_BYTES = 5 * 1024 * 1024;
@@ -111,6 +113,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(consentRoutes(services));
   await app.register(espRoutes(services));
   await app.register(authRoutes(services, config), { prefix: '/api/v1/auth' });
+  await app.register(landingRoutes(services));
+  await app.register(consoleRoutes(services, config));
   await app.register(
     async (api) => {
       registerApiKeyAuth(api, services.apiKeys, services.users);

@@ -115,6 +115,9 @@ export function createAttributionService(deps: {
   return {
     /** Opens and clicks of one campaign's or flow's messages (their reports). */
     engagementCounts: (db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }) => store.engagementCounts(db, workspaceId, of),
+    /** The same per UTC day since `since` (the console's charts). */
+    engagementsByDay: (db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }, since: number) =>
+      store.engagementsByDay(db, workspaceId, of, since),
 
     writeEngagements,
     attributeOrders,

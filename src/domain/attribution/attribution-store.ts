@@ -3,6 +3,7 @@ import { insertRows, valuesList } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Attribution, EngagementKind } from './attribution.schema.js';
 import type { Db } from '../db/database.js';
+import { DAY_MS } from '../shared/time.js';
 
 export interface EngagementRow {
   id: string;
@@ -53,6 +54,20 @@ export function createAttributionStore(dialect: Dialect) {
         )
         .first();
       return { opens: Number(row?.opens ?? 0), clicks: Number(row?.clicks ?? 0) };
+    },
+
+    /** `engagementCounts` per UTC day (days since the epoch) of the engagements at or after `since`. */
+    async engagementsByDay(db: Db, workspaceId: string, of: { campaign_id: string } | { flow_id: string }, since: number) {
+      const rows = await db('engagements')
+        .where({ workspace_id: workspaceId, ...of })
+        .where('occurred_at', '>=', since)
+        .groupBy('day')
+        .select(
+          db.raw(`occurred_at / ${DAY_MS} AS day`),
+          db.raw("SUM(CASE WHEN kind = 'open' THEN 1 ELSE 0 END) AS opens"),
+          db.raw("SUM(CASE WHEN kind = 'click' THEN 1 ELSE 0 END) AS clicks"),
+        );
+      return (rows as Array<Record<string, unknown>>).map((row) => ({ day: Number(row.day), opens: Number(row.opens ?? 0), clicks: Number(row.clicks ?? 0) }));
     },
 
     /** Held until the transaction's next statement: engagements carry their own ids. */

@@ -19,6 +19,8 @@ export function createContactLookup(dialect: Dialect) {
     idsByEmails: (db: Db, pairs: Array<readonly [string, string]>) => store.idsByEmails(db, pairs),
     ownersOfAnonymousIds: (db: Db, pairs: [string, string][]) => store.ownersOfAnonymousIds(db, pairs),
     toContacts: (db: Db, rows: Parameters<typeof store.toContacts>[1]) => store.toContacts(db, rows),
+    /** The workspace's contacts and subscribed contacts (the console's overview). */
+    audience: (db: Db, workspaceId: string) => store.audience(db, workspaceId),
     statusChanges: (db: Db, contactId: string) => store.statusChanges(db, contactId),
     /** Send reports: contacts unsubscribed through the messages a query selects (`id`, and `grp` to group by). */
     unsubscribeCounts: (db: Db, messages: Knex.QueryBuilder) => store.unsubscribeCounts(db, messages),

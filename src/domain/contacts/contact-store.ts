@@ -114,6 +114,14 @@ export function createContactStore(dialect: Dialect) {
       }
     },
 
+    /** The workspace's contacts (erased ones left out, as GET /contacts leaves them) and how many are subscribed. */
+    async audience(db: Db, workspaceId: string): Promise<{ contacts: number; subscribed: number }> {
+      const row = await people(db)
+        .where({ workspace_id: workspaceId })
+        .first(db.raw('COUNT(*) AS contacts'), db.raw("SUM(CASE WHEN subscription_status = 'subscribed' THEN 1 ELSE 0 END) AS subscribed"));
+      return { contacts: dialect.readNumber(row?.contacts), subscribed: dialect.readNumber(row?.subscribed) };
+    },
+
     async countInWorkspace(db: Db, workspaceId: string): Promise<number> {
       const [{ n }] = (await people(db).where({ workspace_id: workspaceId }).count({ n: '*' })) as [{ n: number | string }];
       return Number(n);

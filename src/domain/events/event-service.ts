@@ -241,6 +241,9 @@ export function createEventService(deps: {
     /** Every workspace's events that occurred at or after `since` (the operator's status). */
     occurredSince: (since: number) => eventStore.countSince(knex, since),
 
+    /** The workspace's events that occurred at or after `since` (the console's overview). */
+    countInWorkspaceSince: (workspaceId: string, since: number) => eventStore.countInWorkspaceSince(reader(), workspaceId, since),
+
     async list(workspaceId: string, query: unknown, paging: Paging): Promise<Page<EventRecord>> {
       const filter = parseInput(eventListQuerySchema, query);
       const { rows, total } = await eventStore.list(reader(), workspaceId, filter, paging);

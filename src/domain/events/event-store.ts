@@ -190,6 +190,12 @@ export function createEventStore(dialect: Dialect) {
       return dialect.readNumber(n);
     },
 
+    /** The workspace's events that occurred at or after `since`: a range of its (workspace_id, created_at) index. */
+    async countInWorkspaceSince(db: Db, workspaceId: string, since: number): Promise<number> {
+      const [{ n }] = (await db('events').where({ workspace_id: workspaceId }).where('created_at', '>=', since).count({ n: '*' })) as [{ n: unknown }];
+      return dialect.readNumber(n);
+    },
+
     async list(db: Db, workspaceId: string, filter: { contact_id?: string; event_name?: string }, paging: Paging) {
       const base = db('events').where({ workspace_id: workspaceId });
       if (filter.contact_id) base.where({ contact_id: filter.contact_id });

@@ -186,6 +186,21 @@ export function createFlowService(deps: {
       return toPage(rows, total, paging);
     },
 
+    /**
+     * How many enrolments in progress are at each step, by step index (the console's flow page). A `waiting`
+     * enrolment has passed its delay step and waits for the next (`current_step`): it is counted at the delay; an
+     * `active` one at the step it is about to run.
+     */
+    async waitingByStep(workspaceId: string, id: string): Promise<Map<number, number>> {
+      await load(knex, workspaceId, id);
+      const at = new Map<number, number>();
+      for (const { status, current_step, n } of await store.inProgressCounts(knex, id)) {
+        const step = status === 'waiting' ? Math.max(0, current_step - 1) : current_step;
+        at.set(step, (at.get(step) ?? 0) + n);
+      }
+      return at;
+    },
+
     async report(workspaceId: string, id: string): Promise<FlowReport> {
       const row = await load(knex, workspaceId, id);
       const sends = await messages.report(knex, workspaceId, { flow_id: id });

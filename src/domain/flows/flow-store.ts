@@ -311,6 +311,20 @@ export function createFlowStore(dialect: Dialect) {
         created_at: toIso(dialect.readNumber(raw.created_at))!,
       })),
 
+    /** Enrolments in progress, counted per status and step. */
+    async inProgressCounts(db: Db, flowId: string): Promise<Array<{ status: EnrollmentStatus; current_step: number; n: number }>> {
+      const rows = await db('flow_enrollments')
+        .where({ flow_id: flowId })
+        .whereIn('status', IN_PROGRESS)
+        .groupBy('status', 'current_step')
+        .select('status', 'current_step', db.raw('COUNT(*) AS n'));
+      return (rows as Array<{ status: EnrollmentStatus; current_step: unknown; n: unknown }>).map((row) => ({
+        status: row.status,
+        current_step: Number(row.current_step),
+        n: Number(row.n),
+      }));
+    },
+
     async enrollmentCounts(db: Db, flowId: string): Promise<Record<EnrollmentStatus, number>> {
       const rows = await db('flow_enrollments').where({ flow_id: flowId }).groupBy('status').select('status', db.raw('COUNT(*) AS n'));
       const counts: Record<EnrollmentStatus, number> = { active: 0, waiting: 0, completed: 0, exited: 0, failed: 0 };

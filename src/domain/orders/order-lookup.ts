@@ -12,6 +12,10 @@ export function createOrderLookup(dialect: Dialect) {
     /** Order records by id, with their items. */
     recordsByIds: async (db: Db, ids: string[]) => store.toOrders(db, await store.findByIds(db, ids)),
     attributedTotals: (db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }) => store.attributedTotals(db, workspaceId, to),
+    /** The workspace's orders placed at or after `since` (the console's overview). */
+    countSince: (db: Db, workspaceId: string, since: number) => store.countSince(db, workspaceId, since),
+    /** `attributedTotals` per UTC day since `since` (the console's charts). */
+    attributedByDay: (db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }, since: number) => store.attributedByDay(db, workspaceId, to, since),
     revenueByAttribution: (db: Db, workspaceId: string, from: number, to: number) => store.revenueByAttribution(db, workspaceId, from, to),
   };
 }

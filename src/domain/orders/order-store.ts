@@ -5,7 +5,7 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { NET_REVENUE_SQL } from './net-revenue.js';
 import { selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
-import { toIso } from '../shared/time.js';
+import { DAY_MS, toIso } from '../shared/time.js';
 import type { Order, OrderItem } from './order.schema.js';
 import type { Db } from '../db/database.js';
 
@@ -75,6 +75,26 @@ export function createOrderStore(dialect: Dialect) {
         .select(db.raw('COUNT(*) AS orders'), db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`))
         .first();
       return { orders: Number(row?.orders ?? 0), revenue: dialect.readNumber(row?.revenue) };
+    },
+
+    /** The workspace's orders placed at or after `since`: a range of its (workspace_id, ordered_at) index. */
+    async countSince(db: Db, workspaceId: string, since: number): Promise<number> {
+      const [{ n }] = (await db('orders').where({ workspace_id: workspaceId }).where('ordered_at', '>=', since).count({ n: '*' })) as [{ n: unknown }];
+      return dialect.readNumber(n);
+    },
+
+    /**
+     * Orders credited to one campaign or flow per day (UTC, as days since the epoch) placed at or after `since`:
+     * how many and their net revenue, summed as `attributedTotals` sums them.
+     */
+    async attributedByDay(db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }, since: number) {
+      const column = 'campaignId' in to ? 'attributed_campaign_id' : 'attributed_flow_id';
+      const rows = await db('orders')
+        .where({ workspace_id: workspaceId, [column]: 'campaignId' in to ? to.campaignId : to.flowId })
+        .where('ordered_at', '>=', since)
+        .groupBy('day')
+        .select(db.raw(`ordered_at / ${DAY_MS} AS day`), db.raw('COUNT(*) AS orders'), db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`));
+      return (rows as Array<Record<string, unknown>>).map((row) => ({ day: dialect.readNumber(row.day), orders: dialect.readNumber(row.orders), revenue: dialect.readNumber(row.revenue) }));
     },
 
     /** Net revenue per campaign and flow of the orders placed in [from, to), per currency (GET /reports/revenue). */

@@ -8,6 +8,9 @@ export type Clock = () => number;
 
 export const systemClock: Clock = () => Date.now();
 
+/** A day in milliseconds: day buckets are `ms / DAY_MS` (UTC days since the epoch, whole on both databases). */
+export const DAY_MS = 86_400_000;
+
 /** Times are stored as epoch milliseconds (one integer column kind on both databases) and shown as RFC 3339. */
 export function toIso(ms: number | string | null | undefined): string | null {
   if (ms === null || ms === undefined) return null;

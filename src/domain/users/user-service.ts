@@ -15,6 +15,7 @@ import {
   loginSchema,
   refreshSchema,
   registerSchema,
+  setPasswordByEmailSchema,
   setPasswordSchema,
   type AddedUser,
   type Registration,
@@ -31,6 +32,20 @@ const ACCESS_TOKEN_TTL_SECONDS = 15 * 60;
 const PASSWORD_TOKEN_PREFIX = 'emkp_';
 /** A set-password token works once, within 72 hours of the user being added (docs/api/auth.md). */
 export const PASSWORD_TOKEN_TTL_MS = 72 * 60 * 60 * 1000;
+const CONSOLE_TOKEN_PREFIX = 'emks_';
+/** A console session ends after 12 hours without a page, and 7 days after sign-in whatever its use (docs/console.md). */
+export const CONSOLE_IDLE_MS = 12 * 60 * 60 * 1000;
+export const CONSOLE_ABSOLUTE_MS = 7 * 24 * 60 * 60 * 1000;
+/** `last_seen_at` is written at most this often: a page view is a read, not a write. */
+const CONSOLE_TOUCH_MS = 5 * 60 * 1000;
+
+/** Who a console session is: the user, its workspace and role. */
+export interface ConsoleUser {
+  userId: string;
+  email: string;
+  workspaceId: string;
+  role: UserRole;
+}
 
 /** Who a management request acts as: an API key acts as an owner of its workspace. */
 export interface Principal {
@@ -91,6 +106,17 @@ export function createUserService(deps: {
     return { workspaceId, role: user.role };
   }
 
+  /** The user of an email and password; 401 `invalid credentials` alike for an unknown email and a wrong password. */
+  async function checkCredentials(input: unknown): Promise<UserRow> {
+    const { email, password } = parseInput(loginSchema, input);
+    const user = await store.findUserByEmailKey(knex, emailKey(email));
+    // A user that has not set its password yet costs the same check, and fails it.
+    const hash = user?.password_hash || (await (dummyHash ??= hashPassword(randomToken(16))));
+    const matches = await verifyPassword(password, hash);
+    if (!user || !user.password_hash || !matches) throw new UnauthorizedError('invalid credentials');
+    return user;
+  }
+
   const toWorkspaceUser = (row: UserRow): WorkspaceUser => ({ id: row.id, email: row.email, role: row.role, created_at: toIso(row.created_at)! });
 
   /** Uses the refresh token once: the user and the family's next token, or null when it must be refused. */
@@ -132,14 +158,49 @@ export function createUserService(deps: {
 
     /** 401 `invalid credentials` alike for an unknown email and a wrong password, after the same hashing work. */
     async login(input: unknown): Promise<Session> {
-      const { email, password } = parseInput(loginSchema, input);
-      const user = await store.findUserByEmailKey(knex, emailKey(email));
-      // A user that has not set its password yet costs the same check, and fails it.
-      const hash = user?.password_hash || (await (dummyHash ??= hashPassword(randomToken(16))));
-      const matches = await verifyPassword(password, hash);
-      if (!user || !user.password_hash || !matches) throw new UnauthorizedError('invalid credentials');
+      const user = await checkCredentials(input);
       const refreshToken = await writeTransaction((trx) => issueRefreshToken(trx, user.id, uuidv7()));
       return session(user, refreshToken);
+    },
+
+    /**
+     * The console's sign-in: the credentials are checked as `login` checks them; answers the opaque token of a new
+     * console session (its cookie), of which only the hash is stored.
+     */
+    async openConsoleSession(input: unknown): Promise<{ token: string; user: ConsoleUser }> {
+      const user = await checkCredentials(input);
+      const token = `${CONSOLE_TOKEN_PREFIX}${randomToken(43)}`;
+      const at = now();
+      await writeTransaction((trx) =>
+        store.insertConsoleSession(trx, {
+          id: uuidv7(),
+          user_id: user.id,
+          token_hash: hashSecret(token),
+          created_at: at,
+          last_seen_at: at,
+          expires_at: at + CONSOLE_ABSOLUTE_MS,
+          revoked_at: null,
+        }),
+      );
+      return { token, user: { userId: user.id, email: user.email, workspaceId: user.workspace_id, role: user.role } };
+    },
+
+    /** The user of a console session, or null when the token is unknown, signed out, idle too long or expired. */
+    async consoleSession(token: string): Promise<ConsoleUser | null> {
+      if (!token.startsWith(CONSOLE_TOKEN_PREFIX) || token.length > 64) return null;
+      const found = await store.findConsoleSession(knex, hashSecret(token));
+      const at = now();
+      if (!found) return null;
+      const { session: row, user } = found;
+      if (row.revoked_at !== null || row.expires_at <= at || row.last_seen_at + CONSOLE_IDLE_MS <= at) return null;
+      if (at - row.last_seen_at >= CONSOLE_TOUCH_MS) await writeTransaction((trx) => store.touchConsoleSession(trx, row.id, at));
+      return { userId: user.id, email: user.email, workspaceId: user.workspace_id, role: user.role };
+    },
+
+    /** Sign-out: the session's token stops working at once, on every process. */
+    async closeConsoleSession(token: string): Promise<void> {
+      if (!token.startsWith(CONSOLE_TOKEN_PREFIX) || token.length > 64) return;
+      await writeTransaction((trx) => store.revokeConsoleSession(trx, hashSecret(token), now()));
     },
 
     /** A new pair for a refresh token used once; 401 `invalid refresh token` otherwise (a reuse revokes its family). */
@@ -189,6 +250,22 @@ export function createUserService(deps: {
       });
       if (!done) throw new UnauthorizedError('invalid set-password token');
       return session(done.user, done.refreshToken);
+    },
+
+    /**
+     * `emk users set-password`: the operator (who holds the database) sets the password of a user of the workspace;
+     * the user's console sessions end. 404 `user not found` for an email the workspace has no user of.
+     */
+    async setPasswordOf(workspaceId: string, body: unknown): Promise<WorkspaceUser> {
+      const { email, password } = parseInput(setPasswordByEmailSchema, body);
+      const passwordHash = await hashPassword(password);
+      return writeTransaction(async (trx) => {
+        const user = await store.findUserByEmailKey(trx, emailKey(email));
+        if (!user || user.workspace_id !== workspaceId) throw new NotFoundError('user not found');
+        await store.setPasswordHash(trx, user.id, passwordHash);
+        await store.revokeConsoleSessionsOf(trx, user.id, now());
+        return toWorkspaceUser(user);
+      });
     },
 
     /** GET /api/v1/users: the workspace's users, oldest first. */

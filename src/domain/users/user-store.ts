@@ -34,7 +34,17 @@ export interface RefreshTokenRow {
   revoked_at: number | null;
 }
 
-/** The users, refresh_tokens, password_tokens and server_secrets tables; no rules. */
+export interface ConsoleSessionRow {
+  id: string;
+  user_id: string;
+  token_hash: string;
+  created_at: number;
+  last_seen_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+/** The users, refresh_tokens, password_tokens, console_sessions and server_secrets tables; no rules. */
 export function createUserStore(dialect: Dialect) {
   return {
     async insertUser(db: Db, row: UserRow): Promise<void> {
@@ -104,6 +114,57 @@ export function createUserStore(dialect: Dialect) {
     /** Revokes every token of the family not revoked yet. */
     async revokeFamily(db: Db, familyId: string, at: number): Promise<void> {
       await db('refresh_tokens').where({ family_id: familyId }).whereNull('revoked_at').update({ revoked_at: at });
+    },
+
+    async insertConsoleSession(db: Db, row: ConsoleSessionRow): Promise<void> {
+      await db('console_sessions').insert(row);
+    },
+
+    /** The session of the token hash with its user, in one read. */
+    async findConsoleSession(db: Db, tokenHash: string): Promise<{ session: ConsoleSessionRow; user: UserRow } | null> {
+      const row = await db('console_sessions as s')
+        .join('users as u', 'u.id', 's.user_id')
+        .where('s.token_hash', tokenHash)
+        .first(
+          's.id',
+          's.user_id',
+          's.token_hash',
+          's.created_at',
+          's.last_seen_at',
+          's.expires_at',
+          's.revoked_at',
+          'u.workspace_id',
+          'u.email',
+          'u.email_key',
+          'u.role',
+          'u.created_at as user_created_at',
+        );
+      if (!row) return null;
+      const n = (value: unknown) => dialect.readNumber(value);
+      return {
+        session: {
+          id: row.id,
+          user_id: row.user_id,
+          token_hash: row.token_hash,
+          created_at: n(row.created_at),
+          last_seen_at: n(row.last_seen_at),
+          expires_at: n(row.expires_at),
+          revoked_at: row.revoked_at === null ? null : n(row.revoked_at),
+        },
+        user: { id: row.user_id, workspace_id: row.workspace_id, email: row.email, email_key: row.email_key, password_hash: '', role: row.role, created_at: n(row.user_created_at) },
+      };
+    },
+
+    async touchConsoleSession(db: Db, id: string, at: number): Promise<void> {
+      await db('console_sessions').where({ id }).update({ last_seen_at: at });
+    },
+
+    async revokeConsoleSession(db: Db, tokenHash: string, at: number): Promise<void> {
+      await db('console_sessions').where({ token_hash: tokenHash }).whereNull('revoked_at').update({ revoked_at: at });
+    },
+
+    async revokeConsoleSessionsOf(db: Db, userId: string, at: number): Promise<void> {
+      await db('console_sessions').where({ user_id: userId }).whereNull('revoked_at').update({ revoked_at: at });
     },
 
     async findSecret(db: Db, name: string): Promise<string | null> {

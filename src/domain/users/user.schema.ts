@@ -36,6 +36,12 @@ export const setPasswordSchema = z.object({
   password: newPassword,
 });
 
+/** `emk users set-password`: the operator sets a user's password from the shell (the password read from stdin or a prompt). */
+export const setPasswordByEmailSchema = z.object({
+  email: emailSchema,
+  password: newPassword,
+});
+
 export interface UserRecord {
   id: string;
   email: string;

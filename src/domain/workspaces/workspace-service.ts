@@ -74,6 +74,9 @@ export function createWorkspaceService(deps: {
 
     list: () => store.list(knex),
 
+    /** Whether the database holds any workspace (the landing page's first step). */
+    anyExists: () => store.any(knex),
+
     /** Drops the cached workspace records, after a change to their settings in this process. */
     forgetCached(): void {
       bySiteId.clear();

@@ -29,6 +29,9 @@ export function createWorkspaceStore(dialect: Dialect) {
       const row = await db<WorkspaceRow>('workspaces').where({ site_id: siteId }).first();
       return row ? toWorkspace(row) : null;
     },
+    async any(db: Knex | Knex.Transaction): Promise<boolean> {
+      return (await db('workspaces').first('id')) !== undefined;
+    },
     async list(db: Knex | Knex.Transaction): Promise<Workspace[]> {
       const rows = await db<WorkspaceRow>('workspaces').orderBy('created_at');
       return rows.map(toWorkspace);

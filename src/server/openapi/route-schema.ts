@@ -51,6 +51,12 @@ export const SECURITY_SCHEMES = {
     scheme: 'bearer',
     description: '`EMK_METRICS_TOKEN`, when set: `GET /metrics` only (unset: the metrics ask for no credential).',
   },
+  consoleSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: 'emk_console',
+    description: 'The console (`/console/…`): the session cookie its sign-in form sets (docs/console.md).',
+  },
 } as const;
 
 /** What a route accepts: the management API (`apiKey`) takes the workspace's key or its user's access token. */
@@ -62,6 +68,7 @@ const SECURITY = {
   segmentWriteKey: [{ segmentWriteKey: [] }],
   // `{}`: no credential at all, when the token is not set.
   metricsToken: [{ metricsToken: [] }, {}],
+  consoleSession: [{ consoleSession: [] }],
   none: [],
 } as const;
 

@@ -7,6 +7,7 @@ import { segmentWriteKey } from './segment-write-key.js';
 /** The limited families of the spec's Limits table. */
 type Family = 'auth' | 'cp' | 'webhook' | 'collect' | 'segment';
 
+const CONSOLE_SIGN_IN = '/console/sign-in';
 const WEBHOOK_PATH = /^\/ecom\/[^/]+\/([^/]+)\/?$/;
 
 /** Which family a route pattern (or a normalised path) belongs to. */
@@ -44,6 +45,8 @@ function normalisedPath(url: string): string {
  */
 function limitedAs(request: FastifyRequest): { family: Family; integrationId?: string } | undefined {
   const pattern = request.routeOptions.url;
+  // The console's sign-in form checks passwords as /api/v1/auth/login does, and spends the same budget.
+  if (request.method === 'POST' && pattern === CONSOLE_SIGN_IN) return { family: 'auth' };
   if (pattern !== undefined) {
     const family = familyOf(pattern);
     if (family !== 'webhook') return family && { family };

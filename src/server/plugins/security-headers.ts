@@ -33,8 +33,30 @@ const CONSENT_PAGE_CSP = {
   },
 };
 
-/** HTML pages, by the route Fastify matched: the consent pages and the API documentation (swagger-ui). */
+/**
+ * The console and the landing page (referrer sent within the origin only): the server's own markup, with inline styles and an inline SVG, forms that post
+ * to the console, no script. Images only as `data:` URLs: a message shown in the console's sandboxed frame (which
+ * inherits this policy) loads no remote image, so its open pixel is never fetched. Framed by nothing.
+ */
+const CONSOLE_PAGE_CSP = {
+  // Browsers then send the console's forms' real `Origin` (under `no-referrer` it is `null`), which sign-in checks.
+  referrerPolicy: { policy: 'same-origin' as const },
+  contentSecurityPolicy: {
+    useDefaults: false,
+    directives: {
+      defaultSrc: ["'none'"],
+      styleSrc: ["'unsafe-inline'"],
+      imgSrc: ['data:'],
+      formAction: ["'self'"],
+      baseUri: ["'none'"],
+      frameAncestors: ["'none'"],
+    },
+  },
+};
+
+/** HTML pages, by the route Fastify matched: the consent pages, the console and landing page, and the API documentation (swagger-ui). */
 const isConsentPage = (pattern: string) => pattern.startsWith('/cp/');
+const isConsolePage = (pattern: string) => pattern === '/' || pattern === '/console' || pattern.startsWith('/console/');
 const isDocsPage = (pattern: string) => pattern === '/docs' || pattern.startsWith('/docs/');
 
 /**
@@ -48,6 +70,7 @@ export async function registerSecurityHeaders(app: FastifyInstance): Promise<voi
     const pattern = request.routeOptions.url;
     if (pattern === undefined) return;
     if (isConsentPage(pattern)) reply.helmet(CONSENT_PAGE_CSP);
+    else if (isConsolePage(pattern)) reply.helmet(CONSOLE_PAGE_CSP);
     else if (isDocsPage(pattern)) reply.helmet();
   });
 }

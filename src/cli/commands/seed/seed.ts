@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Services } from '../../../domain/create-services.js';
+import { ConflictError } from '../../../domain/errors.js';
 import type { CreatedPlatformIntegration } from '../../../domain/integrations/integration-service.js';
 import type { PlatformIntegration, PlatformReply } from '../../../domain/platform-webhooks/platform-webhook-service.js';
 import { MAX_PER_PAGE, type Page, type Paging } from '../../../domain/shared/paging.js';
@@ -51,12 +52,37 @@ type DeliveryOutcome = { file: string } & PlatformReply;
  * with a platform adds the integration it created (null when the workspace had it already) and its deliveries.
  */
 type SeedResult = (ReturnType<typeof initResult> | { workspace_id: string; site_id: string; api_key: null; integration: null }) & {
+  /** The console's demo login of a workspace the seed created (a random password, shown once); null otherwise. */
+  console_login: ConsoleLogin | null;
   platform_integration: CreatedShopIntegration | null;
   deliveries: DeliveryOutcome[];
   counts: SeedCounts;
 };
 
 const FIRST_PAGE: Paging = { page: 1, perPage: 1 };
+
+interface ConsoleLogin {
+  email: string;
+  password: string;
+}
+
+/**
+ * An owner of the new workspace who can sign in to the console at once: `demo@example.com` (or, when another
+ * workspace has it, `demo+<site id>@example.com`) with a random password printed once, never a fixed one.
+ */
+async function consoleLoginOf(services: Services, workspace: { id: string; site_id: string }): Promise<ConsoleLogin> {
+  const password = randomBytes(12).toString('base64url');
+  for (const email of ['demo@example.com', `demo+${workspace.site_id.toLowerCase()}@example.com`]) {
+    const added = await services.users.add(workspace.id, { email, role: 'owner' }).catch((error: unknown) => {
+      if (error instanceof ConflictError) return null;
+      throw error;
+    });
+    if (!added) continue;
+    await services.users.setPassword({ token: added.set_password_token, password });
+    return { email, password };
+  }
+  throw new ConflictError('the demo login demo@example.com is taken: add a user with emk users add');
+}
 
 /**
  * Streams one row file through a domain batch function, 1000 rows a committed chunk. A fixture set is meant to
@@ -261,12 +287,18 @@ export function seedCommand(): Command {
         const counts = await countsOf(services, workspace.id);
         return {
           ...(created ?? { workspace_id: workspace.id, site_id: workspace.site_id, api_key: null, integration: null }),
+          console_login: created ? await consoleLoginOf(services, workspace) : null,
           platform_integration: shop?.created ?? null,
           deliveries,
           counts,
         };
       },
-      (result) => [result.api_key === null ? `workspace  ${result.workspace_id}` : describeInit(result), ...describeLoad(result)].join('\n'),
+      (result) =>
+        [
+          result.api_key === null ? `workspace  ${result.workspace_id}` : describeInit(result),
+          ...describeLoad(result),
+          ...(result.console_login ? [`console    ${result.console_login.email} / ${result.console_login.password} (shown once): npm start, then /console`] : []),
+        ].join('\n'),
       { createsDatabase: true },
     ),
   );
