@@ -29,11 +29,9 @@ for (const dialect of DIALECTS) {
       rmSync(dir, { recursive: true, force: true });
     });
 
-    /** A workspace of its own per test (created by `emk init`), so the tests stay apart. */
+    /** A workspace of its own per test, so the tests stay apart (made in this process: `emk init` has tests of its own). */
     async function workspace(): Promise<string> {
-      const init = await runEmk(['init', '--db', database.url, '--json', '--name', 'Shop', '--domain', 'shop.test']);
-      expect(init.code, init.stderr).toBe(0);
-      return JSON.parse(init.stdout).workspace_id;
+      return (await services.workspaces.bootstrap({ name: 'Shop', domain: 'shop.test' })).workspace.id;
     }
 
     async function importFile(workspaceId: string, file: string) {

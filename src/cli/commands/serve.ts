@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { writeCounters } from '../../domain/db/write-batcher.js';
-import { startServer } from '../../server/main.js';
 import { startWorker, workerOptionsFor } from '../../worker/worker.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../run-command.js';
 
@@ -21,6 +20,8 @@ export function serveCommand(): Command {
     runCommand(
       options,
       async (context) => {
+        // Loaded here, not at the top: every other command starts without the HTTP server's modules (fastify, routes).
+        const { startServer } = await import('../../server/main.js');
         const services = await context.services();
         // The in-process worker yields to this process's saturated request path (docs/worker.md).
         const worker = options.worker

@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { UsageError } from '../../domain/errors.js';
-import { startMetricsServer } from '../../server/metrics/metrics-server.js';
 import { runDueJobs, startWorker, workerOptionsFor } from '../../worker/worker.js';
 import { concurrencyFlag, metricsPortFlag } from '../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../run-command.js';
@@ -46,7 +45,11 @@ export function workerCommand(): Command {
         if (!signalled) return { once: true, ...(await runDueJobs(workerOptions)) };
         if (signalledEarly) return { once: false, stopped: true };
         // Listening first: a port already taken fails the command before any job is claimed.
-        const metrics = metricsPort === undefined ? undefined : await startMetricsServer(services, context.config, metricsPort);
+        // Loaded only when asked for (as `emk serve` loads its server): other commands start without fastify.
+        const metrics =
+          metricsPort === undefined
+            ? undefined
+            : await (await import('../../server/metrics/metrics-server.js')).startMetricsServer(services, context.config, metricsPort);
         // Said always, not only to a person: whoever scrapes it (a test) needs the port that `0` became.
         if (metrics) process.stderr.write(`emk worker metrics on ${metrics.address}/metrics\n`);
         const worker = startWorker(workerOptions);
