@@ -1,28 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type Database } from '../src/domain/db/database.js';
-import { monthPartition, type MonthPartition } from '../src/domain/db/dialect/postgres-partitions.js';
+import { beforeAll, expect, it } from 'vitest';
+import type { MonthPartition } from '../src/domain/db/dialect/postgres-partitions.js';
 import { createEventPruner } from '../src/domain/events/event-pruner.js';
-import * as partitionEvents from '../migrations/202611290600_partition_events_by_month.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { attachedTo, monthFrom, rowsOf } from './helpers/partitions.js';
 import { sendingHelpers } from './helpers/sending.js';
-import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 
 const DAY = 86_400_000;
-
-/** The month `offset` months from the one `at` falls in (UTC), as the partitions name and bound it. */
-const monthFrom = (at: number, offset: number): MonthPartition => {
-  const date = new Date(at);
-  return monthPartition('events', date.getUTCFullYear(), date.getUTCMonth() + offset);
-};
-
-const rowsOf = <T>(result: unknown): T[] => (result as { rows: T[] }).rows;
-
-/** The partitions attached to `events` (pg_inherits). */
-async function attachedTo(db: Database['knex']): Promise<string[]> {
-  return rowsOf<{ name: string }>(
-    await db.raw(`SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY 1`),
-  ).map((row) => row.name);
-}
 
 describeEachDatabase('event partitions and retention by month', (h, dialect) => {
   const { api, contact } = sendingHelpers(h);
@@ -163,81 +146,3 @@ describeEachDatabase('event partitions and retention by month', (h, dialect) => 
     expect(await attachedTo(knex())).toContain(monthFrom(h().clock(), 3).name);
   });
 });
-
-for (const dialect of DIALECTS.filter((name) => name === 'postgres')) {
-  describe(`the events partitioning migration [${dialect}]`, () => {
-    let database: TestDatabase;
-    let db: Database;
-    beforeAll(async () => {
-      database = await createTestDatabase(dialect);
-      db = openDatabase(database.url);
-    });
-    afterAll(async () => {
-      await db.close();
-      await database.drop();
-    });
-
-    it('converts a populated events table and back, rows, indexes and foreign keys kept', async () => {
-      const knex = db.knex;
-      const indexes = async () =>
-        rowsOf<{ name: string; def: string }>(
-          await knex.raw(`SELECT indexname AS name, replace(indexdef, ' ON ONLY ', ' ON ') AS def FROM pg_indexes WHERE tablename = 'events' ORDER BY 1`),
-        );
-      const keys = async () =>
-        rowsOf<{ name: string; def: string }>(await knex.raw(`SELECT conname AS name, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'events'::regclass ORDER BY 1`));
-      const partitioned = async () => Number(rowsOf<{ n: unknown }>(await knex.raw(`SELECT count(*) AS n FROM pg_partitioned_table WHERE partrelid = 'events'::regclass`))[0]!.n) === 1;
-      expect(await partitioned()).toBe(true);
-      const partitionedIndexes = await indexes();
-
-      await partitionEvents.down(knex);
-      expect(await partitioned()).toBe(false);
-      const plainIndexes = await indexes();
-      expect(plainIndexes.find((index) => index.name === 'events_pkey')?.def).toMatch(/\(id\)$/);
-      const plainKeys = await keys();
-
-      await knex('workspaces').insert({ id: 'w', name: 'n', site_id: 's', created_at: 1 });
-      await knex('contacts').insert({ id: 'c', workspace_id: 'w', email: 'a@b', email_key: 'a@b', properties: '{}', subscription_status: 'subscribed', created_at: 1, updated_at: 1 });
-      const now = Date.now();
-      const at = [Date.UTC(2001, 0, 1), now - 400 * DAY, now - 40 * DAY, now, now + 200 * DAY];
-      const rows = at.map((createdAt, i) => ({
-        id: `e${i}`,
-        workspace_id: 'w',
-        contact_id: i % 2 ? 'c' : null,
-        anonymous_id: 'v',
-        event_name: 'viewed',
-        properties: JSON.stringify({ i }),
-        dedupe_key: i === 1 ? 'k' : null,
-        created_at: createdAt,
-        received_at: now,
-      }));
-      await knex('events').insert(rows);
-
-      await partitionEvents.up(knex);
-      expect(await partitioned()).toBe(true);
-      const stored = rowsOf<{ id: string; part: string }>(await knex.raw('SELECT id, tableoid::regclass::text AS part FROM events ORDER BY id'));
-      expect(stored).toEqual([
-        { id: 'e0', part: 'events_default' },
-        { id: 'e1', part: monthFrom(at[1]!, 0).name },
-        { id: 'e2', part: monthFrom(at[2]!, 0).name },
-        { id: 'e3', part: monthFrom(now, 0).name },
-        { id: 'e4', part: 'events_default' },
-      ]);
-      const attached = await attachedTo(knex);
-      expect(attached[0]).toBe('events_default');
-      // From the oldest row's month, but at most 36 months back (the 2001 row went to the default), to 2 months ahead.
-      expect(attached.slice(1)).toEqual(Array.from({ length: 39 }, (_, k) => monthFrom(now, k - 36).name));
-      expect(await indexes()).toEqual(partitionedIndexes);
-      expect((await keys()).filter((key) => key.name !== 'events_pkey')).toEqual(plainKeys.filter((key) => key.name !== 'events_pkey'));
-      // The foreign keys hold: an erased contact's events go with it, through every partition.
-      await knex('contacts').where({ id: 'c' }).delete();
-      expect((await knex('events').orderBy('id').select('id')).map((row: { id: string }) => row.id)).toEqual(['e0', 'e2', 'e4']);
-
-      await partitionEvents.down(knex);
-      expect(await partitioned()).toBe(false);
-      expect(await indexes()).toEqual(plainIndexes);
-      expect((await knex('events').orderBy('id').select('id')).map((row: { id: string }) => row.id)).toEqual(['e0', 'e2', 'e4']);
-      await partitionEvents.up(knex);
-      expect(await partitioned()).toBe(true);
-    });
-  });
-}
