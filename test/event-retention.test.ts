@@ -154,7 +154,8 @@ describeEachDatabase('event retention', (h, dialect) => {
     const placed = h().clock();
     await setRetention(ws, 1);
 
-    h().clock.advance(OUTBOX_RETENTION_MS + DAY);
+    // Two days on: past the one-day floor, long before consumed facts would leave the outbox on their own.
+    h().clock.advance(2 * DAY);
     const range = `from=${new Date(placed - DAY).toISOString()}&to=${new Date(placed + DAY).toISOString()}`;
     const snapshot = async () => {
       const aggregates: Record<string, unknown[]> = {};
@@ -177,6 +178,12 @@ describeEachDatabase('event retention', (h, dialect) => {
     await work(); // the worker's drains: the outbox pruner, then the event pruner
     expect(await eventNames(ws)).toEqual([]);
     expect(await snapshot()).toEqual(before);
+
+    // The facts that named the pruned events went with them: an erasure still leaves nothing of the contact.
+    const { id: contactId } = await knex()('contacts').where({ workspace_id: ws.id, email_key: email.toLowerCase() }).first('id');
+    expect(await knex()('trigger_outbox').where({ workspace_id: ws.id, subject_type: 'event' }).select('id')).toEqual([]);
+    await h().services.dataRights.erase(ws.id, contactId);
+    expect(await knex()('trigger_outbox').where({ workspace_id: ws.id, contact_id: contactId }).select('id')).toEqual([]);
   });
 
   it.runIf(dialect === 'sqlite')('SQLite: freed pages go back to the file only when it was made with incremental auto-vacuum', async () => {
