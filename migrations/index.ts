@@ -38,6 +38,7 @@ import * as indexMessagesByStatus from './202611281100_index_messages_by_status.
 import * as addWorkspaceEventRetention from './202611281300_add_workspace_event_retention.js';
 import * as createConsoleSessions from './202611290100_create_console_sessions.js';
 import * as createFlowWebhookAttempts from './202611290500_create_flow_webhook_attempts.js';
+import * as partitionEventsByMonth from './202611290600_partition_events_by_month.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -88,4 +89,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611281300_add_workspace_event_retention', addWorkspaceEventRetention],
   ['202611290100_create_console_sessions', createConsoleSessions],
   ['202611290500_create_flow_webhook_attempts', createFlowWebhookAttempts],
+  ['202611290600_partition_events_by_month', partitionEventsByMonth],
 ];

@@ -51,10 +51,14 @@ describeEachDatabase("a contact's events", (h) => {
     expect(sent.some(({ sql }) => /^\s*delete\b/i.test(sql))).toBe(true);
     expect(Number((await knex('events').where({ contact_id: 'c-0009' }).count({ n: '*' }))[0]!.n)).toBe(0);
 
+    const holding =
+      h().dialect === 'sqlite' ? ['events'] : ((await knex.raw('SELECT DISTINCT tableoid::regclass::text AS t FROM events')) as { rows: Array<{ t: string }> }).rows.map((row) => row.t);
     for (const { sql, bindings } of sent) {
       const plan = await explainPlan(h().services.db.knex, h().dialect, sql, bindings);
       expect(plan, `${sql}\n${plan}`).toContain('events_contact_name_index');
-      expect(plan, sql).not.toMatch(/Seq Scan on events|SCAN events(?! USING)|events_workspace_id_created_at_index/);
+      // PostgreSQL: the partitions that hold rows are read by the index (an empty month is a scan of nothing).
+      for (const table of holding) expect(plan, sql).not.toMatch(new RegExp(`Seq Scan on ${table} `));
+      expect(plan, sql).not.toMatch(/SCAN events(?! USING)|events_workspace_id_created_at_index/);
     }
   });
 

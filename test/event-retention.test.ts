@@ -29,9 +29,10 @@ describeEachDatabase('event retention', (h, dialect) => {
   const pruneAll = async (batchSize?: number) => {
     const pruner = createEventPruner({ db: h().services.db, settings: h().services.settings, clock: h().clock, batchSize });
     const batches: number[] = [];
-    for (let n = await pruner.pruneOnce(); n > 0; n = await pruner.pruneOnce()) batches.push(n);
+    for (let n = await pruner.pruneOnce(inUse); n > 0; n = await pruner.pruneOnce(inUse)) batches.push(n);
     return batches;
   };
+  const inUse = () => h().services.oldestFactInUse();
   const pruneOutbox = async () => {
     while ((await h().services.outboxPruner.pruneOnce()) > 0);
   };
@@ -77,7 +78,7 @@ describeEachDatabase('event retention', (h, dialect) => {
     await anonymousEvent(ws, 'recent', 1);
     const pruner = createEventPruner({ db: h().services.db, settings: h().services.settings, clock: h().clock, batchSize: 5 });
     const left: number[] = [];
-    for (let n = await pruner.pruneOnce(); n > 0; n = await pruner.pruneOnce()) {
+    for (let n = await pruner.pruneOnce(inUse); n > 0; n = await pruner.pruneOnce(inUse)) {
       expect(n).toBeLessThanOrEqual(5);
       left.push((await eventNames(ws)).length);
     }
@@ -85,7 +86,7 @@ describeEachDatabase('event retention', (h, dialect) => {
     expect(await eventNames(ws)).toEqual(['recent']);
   });
 
-  it('an event a trigger fact names is kept (an abandoned-cart check waiting for it): the cart still enrols', async () => {
+  it('retention down to a day: a consumed fact keeps nothing and goes with its event; a fact a waiting cart check reads keeps its event, and the cart still enrols', async () => {
     const ws = await h().workspace();
     const email = 'cart@example.com';
     const who = await contact(ws, 'subscribed', {}, email);
@@ -103,12 +104,17 @@ describeEachDatabase('event retention', (h, dialect) => {
     await h().services.dispatcher.drain();
     expect(await h().services.jobs.pendingCount(['flow.cart_check'])).toBe(1);
 
-    // Past the retention, but each event's fact still lives: nothing goes.
+    // Past the retention (a day): the consumed view fact keeps nothing, and goes with its event; the cart fact a
+    // waiting check reads again keeps its event.
+    const factsOf = async () =>
+      ((await knex()('trigger_outbox').where({ workspace_id: ws.id, subject_type: 'event' }).orderBy('id').select('event_name')) as Array<{ event_name: string }>).map((f) => f.event_name);
+    expect(await factsOf()).toEqual(['viewed_product', 'added_to_cart']);
     h().clock.advance(2 * DAY);
     await pruneAll();
-    expect(await eventNames(ws)).toEqual(['viewed_product', 'added_to_cart']);
+    expect(await eventNames(ws)).toEqual(['added_to_cart']);
+    expect(await factsOf()).toEqual(['added_to_cart']);
 
-    // The consumed view fact is pruned; the cart fact a waiting check reads is kept, and so is its event.
+    // Long past it, the cart fact still keeps its event while the check waits.
     h().clock.advance(OUTBOX_RETENTION_MS);
     await pruneOutbox();
     await pruneAll();
@@ -148,7 +154,8 @@ describeEachDatabase('event retention', (h, dialect) => {
     const placed = h().clock();
     await setRetention(ws, 1);
 
-    h().clock.advance(OUTBOX_RETENTION_MS + DAY);
+    // Two days on: past the one-day floor, long before consumed facts would leave the outbox on their own.
+    h().clock.advance(2 * DAY);
     const range = `from=${new Date(placed - DAY).toISOString()}&to=${new Date(placed + DAY).toISOString()}`;
     const snapshot = async () => {
       const aggregates: Record<string, unknown[]> = {};
@@ -171,6 +178,12 @@ describeEachDatabase('event retention', (h, dialect) => {
     await work(); // the worker's drains: the outbox pruner, then the event pruner
     expect(await eventNames(ws)).toEqual([]);
     expect(await snapshot()).toEqual(before);
+
+    // The facts that named the pruned events went with them: an erasure still leaves nothing of the contact.
+    const { id: contactId } = await knex()('contacts').where({ workspace_id: ws.id, email_key: email.toLowerCase() }).first('id');
+    expect(await knex()('trigger_outbox').where({ workspace_id: ws.id, subject_type: 'event' }).select('id')).toEqual([]);
+    await h().services.dataRights.erase(ws.id, contactId);
+    expect(await knex()('trigger_outbox').where({ workspace_id: ws.id, contact_id: contactId }).select('id')).toEqual([]);
   });
 
   it.runIf(dialect === 'sqlite')('SQLite: freed pages go back to the file only when it was made with incremental auto-vacuum', async () => {

@@ -3,6 +3,10 @@ import { openDatabase, type Database } from '../src/domain/db/database.js';
 import { migrateToLatest, rollbackAll } from '../src/domain/db/migrate.js';
 import { migrations } from '../migrations/index.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
+import * as partitionEvents from '../migrations/202611290600_partition_events_by_month.js';
+import { attachedTo, monthFrom, rowsOf } from './helpers/partitions.js';
+
+const DAY = 86_400_000;
 
 for (const dialect of DIALECTS) {
   describe(`migrations [${dialect}]`, () => {
@@ -60,6 +64,69 @@ for (const dialect of DIALECTS) {
       const row = await db.knex('contacts').where({ id: 'c' }).first();
       expect(db.dialect.readJson(row.properties)).toEqual(properties);
       expect(db.dialect.readNumber(row.lifetime_revenue)).toBe(0);
+    });
+
+    it.runIf(dialect === 'postgres')('PostgreSQL: the events partitioning converts a populated events table and back, rows, indexes and foreign keys kept', async () => {
+      const knex = db.knex;
+      const indexes = async () =>
+        rowsOf<{ name: string; def: string }>(
+          await knex.raw(`SELECT indexname AS name, replace(indexdef, ' ON ONLY ', ' ON ') AS def FROM pg_indexes WHERE tablename = 'events' ORDER BY 1`),
+        );
+      const keys = async () =>
+        rowsOf<{ name: string; def: string }>(await knex.raw(`SELECT conname AS name, pg_get_constraintdef(oid) AS def FROM pg_constraint WHERE conrelid = 'events'::regclass ORDER BY 1`));
+      const partitioned = async () => Number(rowsOf<{ n: unknown }>(await knex.raw(`SELECT count(*) AS n FROM pg_partitioned_table WHERE partrelid = 'events'::regclass`))[0]!.n) === 1;
+      expect(await partitioned()).toBe(true);
+      const partitionedIndexes = await indexes();
+
+      await partitionEvents.down(knex);
+      expect(await partitioned()).toBe(false);
+      const plainIndexes = await indexes();
+      expect(plainIndexes.find((index) => index.name === 'events_pkey')?.def).toMatch(/\(id\)$/);
+      const plainKeys = await keys();
+
+      await knex('workspaces').insert({ id: 'wp', name: 'n', site_id: 'sp', created_at: 1 });
+      await knex('contacts').insert({ id: 'cp', workspace_id: 'wp', email: 'p@b', email_key: 'p@b', properties: '{}', subscription_status: 'subscribed', created_at: 1, updated_at: 1 });
+      const now = Date.now();
+      const at = [Date.UTC(2001, 0, 1), now - 400 * DAY, now - 40 * DAY, now, now + 200 * DAY];
+      const rows = at.map((createdAt, i) => ({
+        id: `e${i}`,
+        workspace_id: 'wp',
+        contact_id: i % 2 ? 'cp' : null,
+        anonymous_id: 'v',
+        event_name: 'viewed',
+        properties: JSON.stringify({ i }),
+        dedupe_key: i === 1 ? 'k' : null,
+        created_at: createdAt,
+        received_at: now,
+      }));
+      await knex('events').insert(rows);
+
+      await partitionEvents.up(knex);
+      expect(await partitioned()).toBe(true);
+      const stored = rowsOf<{ id: string; part: string }>(await knex.raw("SELECT id, tableoid::regclass::text AS part FROM events WHERE workspace_id = 'wp' ORDER BY id"));
+      expect(stored).toEqual([
+        { id: 'e0', part: 'events_default' },
+        { id: 'e1', part: monthFrom(at[1]!, 0).name },
+        { id: 'e2', part: monthFrom(at[2]!, 0).name },
+        { id: 'e3', part: monthFrom(now, 0).name },
+        { id: 'e4', part: 'events_default' },
+      ]);
+      const attached = await attachedTo(knex);
+      expect(attached[0]).toBe('events_default');
+      // From the oldest row's month, but at most 36 months back (the 2001 row went to the default), to 2 months ahead.
+      expect(attached.slice(1)).toEqual(Array.from({ length: 39 }, (_, k) => monthFrom(now, k - 36).name));
+      expect(await indexes()).toEqual(partitionedIndexes);
+      expect((await keys()).filter((key) => key.name !== 'events_pkey')).toEqual(plainKeys.filter((key) => key.name !== 'events_pkey'));
+      // The foreign keys hold: an erased contact's events go with it, through every partition.
+      await knex('contacts').where({ id: 'cp' }).delete();
+      expect((await knex('events').where({ workspace_id: 'wp' }).orderBy('id').select('id')).map((row: { id: string }) => row.id)).toEqual(['e0', 'e2', 'e4']);
+
+      await partitionEvents.down(knex);
+      expect(await partitioned()).toBe(false);
+      expect(await indexes()).toEqual(plainIndexes);
+      expect((await knex('events').where({ workspace_id: 'wp' }).orderBy('id').select('id')).map((row: { id: string }) => row.id)).toEqual(['e0', 'e2', 'e4']);
+      await partitionEvents.up(knex);
+      expect(await partitioned()).toBe(true);
     });
   });
 }

@@ -22,7 +22,10 @@ export async function insertContacts(knex: Knex, workspaceId: string, count: num
   return ids;
 }
 
-/** The plan of one statement as the driver received it (PostgreSQL: `$n` placeholders; SQLite: `?`). */
+/**
+ * The plan of one statement as the driver received it (PostgreSQL: `$n` placeholders; SQLite: `?`). A partition's
+ * copy of an index (PostgreSQL names it after the partition) is written as the partitioned table's index it copies.
+ */
 export async function explainPlan(knex: Knex, dialect: 'sqlite' | 'postgres', sql: string, bindings: unknown[]): Promise<string> {
   if (dialect === 'sqlite') {
     const rows = (await knex.raw(`EXPLAIN QUERY PLAN ${sql}`, bindings as never[])) as Array<{ detail: string }>;
@@ -31,7 +34,14 @@ export async function explainPlan(knex: Knex, dialect: 'sqlite' | 'postgres', sq
   const connection = (await knex.client.acquireConnection()) as { query(text: string, values: unknown[]): Promise<{ rows: Array<Record<string, string>> }> };
   try {
     const { rows } = await connection.query(`EXPLAIN ${sql}`, bindings);
-    return rows.map((r) => r['QUERY PLAN']).join('\n');
+    const copies = await connection.query(
+      `SELECT c.relname AS copy, p.relname AS original FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent
+        WHERE c.relkind = 'i' AND p.relkind = 'I' ORDER BY length(c.relname) DESC`,
+      [],
+    );
+    let plan = rows.map((r) => r['QUERY PLAN']).join('\n');
+    for (const { copy, original } of copies.rows) plan = plan.replaceAll(` ${copy} `, ` ${original} `);
+    return plan;
   } finally {
     await knex.client.releaseConnection(connection);
   }

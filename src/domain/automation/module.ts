@@ -62,12 +62,14 @@ export function createAutomationModule(
     flows,
     dispatcher,
     outboxPruner,
+    /** The oldest trigger fact a waiting flow job reads again (the event pruner keeps its event and those after). */
+    oldestFactInUse: flowEngine.oldestFactInUse,
     /** What the worker runs, by job kind: each noun's handlers. */
     jobHandlers: { ...campaigns.handlers, ...segments.handlers, ...flowEngine.handlers },
     /**
      * What the worker drains before each claim: the trigger outbox, then its consumed facts once unneeded, then
      * events past their workspace's retention.
      */
-    workerPumps: [() => dispatcher.drainOnce(), () => outboxPruner.pruneOnce(), () => deps.eventPruner.pruneOnce()],
+    workerPumps: [() => dispatcher.drainOnce(), () => outboxPruner.pruneOnce(), () => deps.eventPruner.pruneOnce(flowEngine.oldestFactInUse)],
   };
 }

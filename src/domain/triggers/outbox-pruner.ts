@@ -15,7 +15,7 @@ export const PRUNE_EVERY_MS = 3_600_000;
 const PRUNE_BATCH = 1_000;
 
 /** Trigger types kept for good: abandoned-cart flows compare a contact's newest order with its cart. */
-const KEPT_FOR_GOOD = new Set(['order_placed']);
+export const KEPT_FOR_GOOD: ReadonlySet<string> = new Set(['order_placed']);
 
 /**
  * Removes consumed trigger facts once nothing can read them again (docs/flows.md): consumed longer ago than

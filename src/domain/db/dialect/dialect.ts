@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Db, WriteStats } from '../types.js';
+import type { MonthlyPartitions } from './postgres-partitions.js';
 import type { SchemaCatalog } from './schema-catalog.js';
 
 /**
@@ -141,6 +142,8 @@ export interface Dialect {
    * `VACUUM INTO`); null where the database has tools of its own for that (PostgreSQL: pg_dump, base backups).
    */
   readonly backupInto: ((db: Db, file: string) => Promise<void>) | null;
+  /** Tables partitioned by month (PostgreSQL's declarative partitioning: events); null where there is none (SQLite). */
+  readonly monthlyPartitions: MonthlyPartitions | null;
 }
 
 /** Number columns read alike on both databases (pg returns numeric columns as strings). */

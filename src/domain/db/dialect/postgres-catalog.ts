@@ -12,6 +12,9 @@ export const postgresCatalog: SchemaCatalog = {
            FROM information_schema.columns c
            JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
           WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'
+            -- A partition's rows are its partitioned table's: copied, counted and compared through it.
+            AND NOT EXISTS (SELECT 1 FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+                             WHERE p.relname = c.table_name AND p.relnamespace = current_schema()::regnamespace)
           ORDER BY c.table_name, c.ordinal_position`,
       ),
     );

@@ -6,6 +6,7 @@ import type { WriteStats } from '../types.js';
 import { readNullableNumber, readNumber, STALE_READ, type Dialect, type DriverFault, type InvalidValueReason } from './dialect.js';
 import { PlannedOnce } from './postgres-planned-once.js';
 import { postgresCatalog } from './postgres-catalog.js';
+import { postgresMonthlyPartitions } from './postgres-partitions.js';
 
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -127,6 +128,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
     maxRowsPerInsert: 65_000,
     catalog: postgresCatalog,
     backupInto: null,
+    monthlyPartitions: postgresMonthlyPartitions,
     knexConfig(options = {}) {
       const pool: Knex.PoolConfig = { min: 0, max: options.poolMax ?? poolMax };
       if (options.asynchronousCommit) {

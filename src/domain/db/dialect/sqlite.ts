@@ -271,6 +271,7 @@ export function sqliteDialect(filename: string): Dialect {
     // Inserts are multi-row VALUES (tunedSqliteClient): only the bind limit applies.
     maxRowsPerInsert: 32_000,
     catalog: sqliteCatalog,
+    monthlyPartitions: null,
     // One read transaction: the copy is the database as of its start, whatever commits meanwhile.
     backupInto: async (db, file) => {
       await db.raw('VACUUM INTO ?', [file]);
