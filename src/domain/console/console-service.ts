@@ -5,6 +5,7 @@ import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { Reader } from '../db/database.js';
 import type { EventService } from '../events/event-service.js';
 import type { FlowService } from '../flows/flow-service.js';
+import { compileSteps } from '../flows/flow-program.js';
 import type { Flow, FlowReport, FlowStep } from '../flows/flow.schema.js';
 import type { MessageService } from '../messages/message-service.js';
 import type { MessageRecord } from '../messages/message.schema.js';
@@ -60,7 +61,8 @@ export interface FlowView {
   report: FlowReport;
   chart: ChartDay[];
   /** Each step with how many enrolments under way are at it. */
-  steps: Array<{ index: number; step: FlowStep; waiting: number }>;
+  /** The flow's steps in enrolment order (branch paths flattened, `path` like `2.yes.0`), with who waits at each. */
+  steps: Array<{ index: number; path: string; step: FlowStep; waiting: number }>;
 }
 
 const utcDay = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
@@ -163,7 +165,7 @@ export function createConsoleService(deps: {
         chart(workspaceId, { flow_id: id }),
         flows.waitingByStep(workspaceId, id),
       ]);
-      return { flow, report, chart: days, steps: flow.steps.map((step, index) => ({ index, step, waiting: waiting.get(index) ?? 0 })) };
+      return { flow, report, chart: days, steps: compileSteps(flow.steps).map(({ step, path }, index) => ({ index, path, step, waiting: waiting.get(index) ?? 0 })) };
     },
 
     segments: (workspaceId: string, paging: Paging): Promise<Page<Segment>> => deps.segments.list(workspaceId, paging),

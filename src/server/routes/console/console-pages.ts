@@ -152,12 +152,25 @@ export function flowsPage(viewer: Viewer, page: Page<{ record: Flow; report: Flo
   );
 }
 
-const describeStep = (step: FlowStep) => (step.type === 'delay' ? `Wait ${step.minutes} minutes` : `Email: ${step.subject}`);
+function describeStep(step: FlowStep): string {
+  switch (step.type) {
+    case 'delay':
+      return `Wait ${step.minutes} minutes`;
+    case 'email':
+      return `Email: ${step.subject}`;
+    case 'branch':
+      return 'Branch: yes if the conditions match, else no';
+    case 'update_contact':
+      return 'Update the contact';
+    case 'webhook':
+      return `Webhook: ${step.url}`;
+  }
+}
 
 export function flowPage(viewer: Viewer, view: FlowView): string {
   const f = view.flow;
   const steps = view.steps.map(
-    ({ index, step, waiting }) => html`<tr data-step="${index}"><td>${index + 1}</td><td>${describeStep(step)}</td><td class="num">${metric('waiting', waiting)}</td></tr>`,
+    ({ index, path, step, waiting }) => html`<tr data-step="${index}"><td>${path.split('.').map((part) => (/^\d+$/.test(part) ? String(Number(part) + 1) : part)).join('.')}</td><td>${describeStep(step)}</td><td class="num">${metric('waiting', waiting)}</td></tr>`,
   );
   return layout(
     viewer,
