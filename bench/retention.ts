@@ -1,3 +1,4 @@
+import { pathToFileURL } from 'node:url';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
@@ -144,7 +145,8 @@ async function benchOne(label: 'sqlite' | 'postgres', url: string, events: numbe
   }
 }
 
-async function main(): Promise<void> {
+/** The retention rows (issue 35, point 3) as a markdown table: `npm run bench:retention`, or `BENCH_RETENTION=1 npm run bench`. */
+export async function runRetentionBench(): Promise<string> {
   const rows: RetentionRow[] = [];
   if (PG_EVENTS > 0) {
     const database = await createBenchDatabase(process.env.EMK_BENCH_DATABASE_URL ?? DEFAULT_BENCH_POSTGRES_URL, `emk_bench_retention_${process.pid}`);
@@ -176,11 +178,16 @@ async function main(): Promise<void> {
     row.ingestAlone.toFixed(0),
     row.ingestDuringPrune.toFixed(0),
   ]);
-  process.stdout.write(`| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n${lines.map((line) => `| ${line.join(' | ')} |`).join('\n')}\n`);
-  process.stdout.write(`machine: ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(2)} at the end (shared with other work)\n`);
+  return `| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|\n${lines.map((line) => `| ${line.join(' | ')} |`).join('\n')}\n` +
+    `machine: ${os.cpus().length} cores, load ${os.loadavg()[0]!.toFixed(2)} at the end (shared with other work)\n`;
 }
 
-main().catch((error) => {
-  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
-  process.exitCode = 1;
-});
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  runRetentionBench().then(
+    (text) => process.stdout.write(text),
+    (error) => {
+      process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -12,6 +12,7 @@ import { snapshotDatabase } from './snapshot.js';
 import { measureSyncCeiling, runMeasured, runSync, writeOrdersFile, type SyncRun } from './sync-orders.js';
 import { feedsTables, runFeedsBench, type FeedsRun } from './feeds.js';
 import { benchFailures } from './verdict.js';
+import { runRetentionBench } from './retention.js';
 import { runCopyBench, runSizeBench, sizeTables, type CopyRun, type SizeRun, type SizeOptions } from './size.js';
 import { automationTables, runAutomationBench, type AutomationOptions, type AutomationRuns } from './automation.js';
 import {
@@ -53,7 +54,9 @@ import {
  * contacts and 10M events on PostgreSQL, 200k and 2M on SQLite, filled once and kept between runs; smaller for a
  * quick try), BENCH_SIZE_DATABASES (`sqlite,postgres`), BENCH_SIZE_CAMPAIGN (1 by default: a campaign to every
  * subscriber of the store; 0 skips it), BENCH_COPY_EVENTS (events of the demo shop grown for the `emk copy-data`
- * row, default 1000000; 0 skips it).
+ * row, default 1000000; 0 skips it). Retention (issue 35, point 3, see retention.ts): BENCH_RETENTION=1 adds the
+ * rows pruning a month out of 10M events on PostgreSQL and 2M on SQLite while ingest runs (sizes as `npm run
+ * bench:retention` takes them).
  *
  * To run only the campaign and tracking rows: BENCH_EVENT_ROUTES=0 BENCH_SYNC_ORDERS=0 BENCH_EVENT_ROWS=0
  * BENCH_FEEDS_SCALE=0 BENCH_AUTOMATION=0 npm run bench.
@@ -759,6 +762,7 @@ async function main(): Promise<void> {
   const bareTracking: Partial<Record<TrackingKind, Row>> = {};
   let sizeRuns: SizeRun[] = [];
   let copyRun: CopyRun | null = null;
+  let retentionTable: string | null = null;
   /** A row whose step throws is reported FAILED and the bench goes on with the next. */
   const attempt = async (what: string, step: () => Promise<void>) => {
     try {
@@ -837,6 +841,12 @@ async function main(): Promise<void> {
       sizeRuns = await runSizeBench({ postgresServer, emk: benchEmk, ctx: CAMPAIGN_CONTEXT, options: SIZE_OPTIONS, notes, failures, onCleanup });
     }
 
+    if (process.env.BENCH_RETENTION === '1') {
+      await attempt('retention', async () => {
+        retentionTable = await runRetentionBench();
+      });
+    }
+
     if (FEEDS_SCALE > 0) {
       const emk = benchEmk;
       const options = { scale: FEEDS_SCALE, requests: FEED_REQUESTS, databases: FEEDS_DATABASES };
@@ -865,6 +875,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${formatTable(header, lines)}\n`);
   }
   for (const [header, lines] of sizeTables(sizeRuns, copyRun)) process.stdout.write(`\n${formatTable(header, lines)}\n`);
+  if (retentionTable) process.stdout.write(`\npruning the oldest month while ingest runs\n${retentionTable}`);
   for (const note of [...notes, ...trackingVerdicts(rows)]) process.stdout.write(`${note}\n`);
   process.stdout.write(
     '\nrequests/s: autocannon mean of per-second samples; vs bare: requests/s relative to the bare Fastify route ' +
