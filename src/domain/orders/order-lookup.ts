@@ -12,6 +12,7 @@ export function createOrderLookup(dialect: Dialect) {
     /** Order records by id, with their items. */
     recordsByIds: async (db: Db, ids: string[]) => store.toOrders(db, await store.findByIds(db, ids)),
     attributedTotals: (db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }) => store.attributedTotals(db, workspaceId, to),
+    revenueByVariant: (db: Db, workspaceId: string, campaignId: string) => store.revenueByVariant(db, workspaceId, campaignId),
     revenueByAttribution: (db: Db, workspaceId: string, from: number, to: number) => store.revenueByAttribution(db, workspaceId, from, to),
   };
 }

@@ -77,6 +77,18 @@ export function createOrderStore(dialect: Dialect) {
       return { orders: Number(row?.orders ?? 0), revenue: dialect.readNumber(row?.revenue) };
     },
 
+    /** Net revenue of the orders credited to an A/B campaign's messages, by the variant each message got. */
+    async revenueByVariant(db: Db, workspaceId: string, campaignId: string): Promise<Map<number, number>> {
+      // The net revenue's columns are the order's alone (messages has none of those names).
+      const rows: Array<Record<string, unknown>> = await db('orders as o')
+        .join('messages as m', 'm.id', 'o.attributed_message_id')
+        .where({ 'o.workspace_id': workspaceId, 'o.attributed_campaign_id': campaignId })
+        .whereNotNull('m.variant')
+        .groupBy('m.variant')
+        .select('m.variant', db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`));
+      return new Map(rows.map((row) => [dialect.readNumber(row.variant), dialect.readNumber(row.revenue)]));
+    },
+
     /** Net revenue per campaign and flow of the orders placed in [from, to), per currency (GET /reports/revenue). */
     async revenueByAttribution(db: Db, workspaceId: string, from: number, to: number) {
       const rows = await db('orders')
