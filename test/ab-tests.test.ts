@@ -3,6 +3,7 @@ import { pickWinner, splitKey, splitTestGroup } from '../src/domain/campaigns/ab
 import { createServices, emailOptionsOf } from '../src/domain/create-services.js';
 import { openDatabase } from '../src/domain/db/database.js';
 import { runDueJobs, workerOptionsFor } from '../src/worker/worker.js';
+import { runEmk } from './helpers/cli.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
 import { sendingHelpers } from './helpers/sending.js';
 
@@ -265,5 +266,17 @@ describeEachDatabase('campaign A/B tests', (h) => {
     await endWait(id);
     await work();
     expect(await get(ws, id)).toMatchObject({ status: 'sent', recipients: 0, ab_test: { winner: 0 } });
+  });
+
+  it('emk campaigns send works an A/B test group through and returns testing; the winner is left to the workers', async () => {
+    const ws = await h().workspace();
+    await subscribers(ws, 4, 'cli');
+    const id = await abCampaign(ws, { test_share: 0.5, metric: 'unique_clicks' }, VARIANTS.slice(0, 2));
+    const result = await runEmk(['campaigns', 'send', id, '--json', '--workspace', ws.id, '--db', h().database.url]);
+    expect(result.code, result.stderr).toBe(0);
+    const out = JSON.parse(result.stdout);
+    expect(out).toMatchObject({ id, status: 'testing', recipients: 2, ab_test: { winner: null }, report: { sent: 2 } });
+    expect(out.report.variants.map((v: { sent: number }) => v.sent)).toEqual([1, 1]);
+    expect(await winnerJobs(id)).toHaveLength(1);
   });
 });
