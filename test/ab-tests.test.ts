@@ -259,6 +259,32 @@ describeEachDatabase('campaign A/B tests', (h) => {
     ]);
   });
 
+  it('a scheduled A/B campaign starts its test when send_at comes; a test recipient who unsubscribes meanwhile is skipped and gets no winner', async () => {
+    const ws = await h().workspace();
+    await subscribers(ws, 6, 'sched');
+    const id = await abCampaign(ws, { test_share: 0.5, metric: 'unique_opens' }, VARIANTS.slice(0, 2));
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await api(ws, 'POST', `/campaigns/${id}/send`, { send_at: at })).json()).toEqual({ id, status: 'scheduled', recipients: null });
+    await knex()('jobs').where({ kind: 'campaign.start' }).update({ run_at: Date.now() - 1 });
+    // The start job alone (its batches are due too, but the unsubscribe below comes first).
+    const [start] = (await h().services.jobs.claim('test', 10, 60_000)).filter((j) => j.kind === 'campaign.start');
+    await h().services.campaigns.handlers['campaign.start']!(start!);
+    expect(await get(ws, id)).toMatchObject({ status: 'testing', recipients: 3 });
+    const [leaving] = await knex()('messages').where({ campaign_id: id }).select('contact_id');
+    await api(ws, 'PATCH', `/contacts/${leaving.contact_id}`, { subscription_status: 'unsubscribed' });
+    await knex()('jobs').where({ locked_by: 'test' }).update({ locked_by: null, locked_until: null });
+    await work();
+    expect(await messagesOf(ws, `campaign_id=${id}`)).toHaveLength(2);
+    expect((await report(ws, id)).skipped).toBe(1);
+    await endWait(id);
+    await work();
+    const all = await messagesOf(ws, `campaign_id=${id}`);
+    expect(all).toHaveLength(5);
+    expect(all.some((m) => m.contact_id === leaving.contact_id)).toBe(false);
+    expect(new Set(all.map((m) => m.contact_id)).size).toBe(5);
+    expect(await get(ws, id)).toMatchObject({ status: 'sent', recipients: 5, ab_test: { winner: 0 } });
+  });
+
   it('an A/B campaign to nobody still ends its test: the winner is named and nobody gets mail', async () => {
     const ws = await h().workspace();
     const id = await abCampaign(ws, { test_share: 0.3, metric: 'unique_opens' });

@@ -60,9 +60,11 @@ const UNFINISHED: MessageStatus[] = ['queued', 'sending'];
 /** Handed over: a message a relay later reported bounced or complained about was sent all the same. */
 const DELIVERED: MessageStatus[] = ['sent', 'captured', 'bounced', 'complained'];
 
+/** Messages handed over (`sent` in reports). */
+const sentColumn = (db: Db) => db.raw(`SUM(CASE WHEN status IN ('${DELIVERED.join("','")}') THEN 1 ELSE 0 END) AS sent`);
 /** Handed over (`sent`), reported delivered, bounced and complained about: the deliverability counts' columns. */
 const deliverabilityColumns = (db: Db) => [
-  db.raw(`SUM(CASE WHEN status IN ('${DELIVERED.join("','")}') THEN 1 ELSE 0 END) AS sent`),
+  sentColumn(db),
   db.raw('COUNT(delivered_at) AS delivered'),
   db.raw(`SUM(CASE WHEN status = 'bounced' THEN 1 ELSE 0 END) AS bounced`),
   db.raw(`SUM(CASE WHEN status = 'complained' THEN 1 ELSE 0 END) AS complained`),
@@ -228,7 +230,7 @@ export function createMessageStore(dialect: Dialect) {
         .where({ workspace_id: workspaceId, campaign_id: campaignId })
         .whereNotNull('variant')
         .groupBy('variant')
-        .select('variant', deliverabilityColumns(db)[0]!, db.raw('COUNT(opened_at) AS unique_opens'), db.raw('COUNT(clicked_at) AS unique_clicks'));
+        .select('variant', sentColumn(db), db.raw('COUNT(opened_at) AS unique_opens'), db.raw('COUNT(clicked_at) AS unique_clicks'));
       return new Map(
         rows.map((row) => [
           dialect.readNumber(row.variant),
