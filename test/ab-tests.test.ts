@@ -186,6 +186,12 @@ describeEachDatabase('campaign A/B tests', (h) => {
     expect(r.revenue).toBe(r.variants.reduce((sum: number, v: { revenue: number }) => sum + v.revenue, 0));
     const revenueReport = (await api(ws, 'GET', '/reports/revenue')).json().data;
     expect(revenueReport).toEqual([expect.objectContaining({ campaign_id: id, orders: 2, revenue: 70 })]);
+
+    // Erasing the buyer removes their message; the order keeps its credit, and its variant with it.
+    expect((await api(ws, 'DELETE', `/contacts/${buyer.contact_id}`)).statusCode).toBe(204);
+    const erased = await report(ws, id);
+    expect(erased).toMatchObject({ sent: 9, orders: 2, revenue: 70 });
+    expect(erased.variants.map((v: { revenue: number }) => v.revenue)).toEqual(expected.map((v) => v.revenue));
   }
 
   it('the winner by unique opens', () => testByMetric('unique_opens', 0));

@@ -29,6 +29,8 @@ export interface OrderRow {
   attributed_campaign_id: string | null;
   attributed_flow_id: string | null;
   attributed_message_id: string | null;
+  /** The A/B variant of the credited message, kept with the order (the message goes when its contact is erased). */
+  attributed_variant: number | null;
   attribution_kind: string | null;
   shipping_status: string | null;
   refunded_amount: number;
@@ -79,13 +81,11 @@ export function createOrderStore(dialect: Dialect) {
 
     /** Net revenue of the orders credited to an A/B campaign's messages, by the variant each message got. */
     async revenueByVariant(db: Db, workspaceId: string, campaignId: string): Promise<Map<number, number>> {
-      // The net revenue's columns are the order's alone (messages has none of those names).
-      const rows: Array<Record<string, unknown>> = await db('orders as o')
-        .join('messages as m', 'm.id', 'o.attributed_message_id')
-        .where({ 'o.workspace_id': workspaceId, 'o.attributed_campaign_id': campaignId })
-        .whereNotNull('m.variant')
-        .groupBy('m.variant')
-        .select('m.variant', db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`));
+      const rows: Array<Record<string, unknown>> = await db('orders')
+        .where({ workspace_id: workspaceId, attributed_campaign_id: campaignId })
+        .whereNotNull('attributed_variant')
+        .groupBy('attributed_variant')
+        .select('attributed_variant as variant', db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`));
       return new Map(rows.map((row) => [dialect.readNumber(row.variant), dialect.readNumber(row.revenue)]));
     },
 
