@@ -142,7 +142,11 @@ export function createCampaignService(deps: {
   /** A batch's messages, each with its variant's subject and html in place of the campaign's. */
   async function deliverBatch(row: CampaignRow, pending: PendingMessage[]) {
     const groups = new Map<number | null, PendingMessage[]>();
-    for (const m of pending) groups.set(m.variant, [...(groups.get(m.variant) ?? []), m]);
+    for (const m of pending) {
+      const group = groups.get(m.variant);
+      if (group) group.push(m);
+      else groups.set(m.variant, [m]);
+    }
     let later: RetryJobLater | DeferJob | null = null;
     for (const [variant, group] of groups) {
       const override = variant === null ? undefined : row.variants?.[variant];
