@@ -41,6 +41,7 @@ describeEachDatabase('attribution', (h) => {
     campaign_id: campaignId,
     flow_id: null,
     message_id: messageId,
+    variant: null,
     kind: 'click',
   });
   const open = (campaignId: string, messageId: string | null = null): Attribution => ({ ...click(campaignId, messageId), kind: 'open' });
@@ -82,6 +83,7 @@ describeEachDatabase('attribution', (h) => {
           campaign_id: row.attributed_campaign_id,
           flow_id: row.attributed_flow_id,
           message_id: row.attributed_message_id,
+          variant: row.attributed_variant,
           kind: row.attribution_kind,
         };
   };
@@ -102,7 +104,7 @@ describeEachDatabase('attribution', (h) => {
     await engage(ws, buyer, 'click', T - 3 * DAY, { campaignId: CAMPAIGN_A });
     await engage(ws, buyer, 'click', T - DAY, { flowId: FLOW });
     await engage(ws, buyer, 'click', T - 2 * DAY, { campaignId: CAMPAIGN_B });
-    expect(await creditOf(ws, buyer)).toEqual({ campaign_id: null, flow_id: FLOW, message_id: null, kind: 'click' });
+    expect(await creditOf(ws, buyer)).toEqual({ campaign_id: null, flow_id: FLOW, message_id: null, variant: null, kind: 'click' });
   });
 
   it('an open counts only when no click is inside the click window; then the latest open wins', async () => {
@@ -111,7 +113,7 @@ describeEachDatabase('attribution', (h) => {
     await engage(ws, buyer, 'click', T - 6 * DAY, { campaignId: CAMPAIGN_A }); // outside 5 days
     await engage(ws, buyer, 'open', T - 2 * DAY, { campaignId: CAMPAIGN_A });
     await engage(ws, buyer, 'open', T - DAY, { flowId: FLOW });
-    expect(await creditOf(ws, buyer)).toEqual({ campaign_id: null, flow_id: FLOW, message_id: null, kind: 'open' });
+    expect(await creditOf(ws, buyer)).toEqual({ campaign_id: null, flow_id: FLOW, message_id: null, variant: null, kind: 'open' });
 
     const other = await contact(ws);
     await engage(ws, other, 'open', T - 4 * DAY, { campaignId: CAMPAIGN_A }); // outside 3 days
@@ -311,7 +313,7 @@ describeEachDatabase('attribution', (h) => {
 
     expect(await recompute(ws)).toEqual({ examined: 3, changed: 2 });
     expect(await storedCredit(webhookOrder)).toEqual(click(CAMPAIGN_A, message));
-    expect(await storedCredit(syncOrder)).toEqual({ campaign_id: null, flow_id: FLOW, message_id: null, kind: 'open' });
+    expect(await storedCredit(syncOrder)).toEqual({ campaign_id: null, flow_id: FLOW, message_id: null, variant: null, kind: 'open' });
     expect(await storedCredit(apiOrder)).toBeNull();
     expect(await storedCredit(quietOrder)).toBeNull();
 

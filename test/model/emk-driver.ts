@@ -12,6 +12,7 @@ import { directOrderLine, reportWindows, revenueLine, type ContactView, type Ord
 
 const PER_PAGE = 500;
 const LINK = 'https://shop.test/spring';
+const AB_METRICS = ['unique_opens', 'unique_clicks', 'revenue'] as const;
 const cents = (amount: unknown) => Math.round(Number(amount) * 100);
 
 interface SentMessage {
@@ -126,7 +127,16 @@ export class EmkDriver {
     const ops = burst.operations;
     this.checkDeliveryAnswers(ops, answers);
     if (ops.some((op) => op.kind === 'send-campaign' || op.kind === 'flow-trigger')) {
-      await runDueJobs(workerOptionsFor(this.h.services, { onFailure: (job, error) => this.problems.push(`job ${job.kind}: ${String(error)}`), pollMs: 20 }));
+      const work = () => runDueJobs(workerOptionsFor(this.h.services, { onFailure: (job, error) => this.problems.push(`job ${job.kind}: ${String(error)}`), pollMs: 20 }));
+      await work();
+      const abCampaigns = ops.filter((op) => op.kind === 'send-campaign' && op.ab !== undefined);
+      if (abCampaigns.length > 0) {
+        // The model has a campaign reach everyone in its burst: the test's wait is cut short, so the winner goes now
+        // (due by the harness's clock and the wall clock alike).
+        await this.h.services.db.knex('jobs').where({ kind: 'campaign.ab_winner' }).update({ run_at: Math.min(Date.now(), this.h.clock()) });
+        await work();
+        for (const op of abCampaigns) await this.checkAbTest(op as Extract<Operation, { kind: 'send-campaign' }>);
+      }
       for (const op of ops) {
         if (op.kind === 'send-campaign') await this.learnMessages(op.campaign, `campaign_id=${this.senderIds.get(op.campaign)}`);
         if (op.kind === 'flow-trigger' && this.contactIds.has(op.contact)) {
@@ -135,6 +145,26 @@ export class EmkDriver {
       }
     }
     await this.learnContacts(ops.flatMap(emailsOf));
+  }
+
+  /**
+   * An A/B campaign once its winner went: sent, the winner named, every message naming a variant, the test group
+   * round(share × recipients) split evenly, everyone else given the winner.
+   */
+  private async checkAbTest(op: Extract<Operation, { kind: 'send-campaign' }>): Promise<void> {
+    const id = this.senderIds.get(op.campaign);
+    if (!id || !op.ab) return;
+    const record = (await this.api('GET', `/campaigns/${id}`)).json();
+    const winner = record.ab_test?.winner;
+    if (record.status !== 'sent' || typeof winner !== 'number') return void this.problems.push(`${op.campaign}: A/B test ended ${record.status}, winner ${winner}`);
+    const counts = Array.from({ length: op.ab.variants }, () => 0);
+    const messages = await this.all(`/messages?campaign_id=${id}`);
+    for (const m of messages) counts[m.variant] = (counts[m.variant] ?? 0) + 1;
+    const test = op.ab.testShare >= 1 ? messages.length : Math.round(op.ab.testShare * messages.length);
+    const expected = counts.map((_, i) => Math.floor(test / op.ab!.variants) + (i < test % op.ab!.variants ? 1 : 0) + (i === winner ? messages.length - test : 0));
+    if (counts.length !== op.ab.variants || counts.join() !== expected.join()) {
+      this.problems.push(`${op.campaign}: messages per variant ${JSON.stringify(counts)}, expected ${JSON.stringify(expected)} (winner ${winner})`);
+    }
   }
 
   /** Names new messages `<sender>/<contact key>/<n>`, in the order they were created. */
@@ -321,7 +351,12 @@ export class EmkDriver {
         return;
       }
       case 'send-campaign': {
-        const created = await this.api('POST', '/campaigns', { name: op.campaign, subject: 'Sale', html: `<p>Sale</p><a href="${LINK}">Shop</a>` });
+        const ab = op.ab && {
+          // Even variants change the subject, odd ones the body too: every variant's mail has the tracked link.
+          variants: Array.from({ length: op.ab.variants }, (_, i) => (i % 2 === 0 ? { subject: `Sale ${i}` } : { subject: `Sale ${i}`, html: `<p>Sale ${i}</p><a href="${LINK}">Shop</a>` })),
+          ab_test: { test_share: op.ab.testShare, metric: AB_METRICS[this.sent.size % AB_METRICS.length], wait_minutes: 1 },
+        };
+        const created = await this.api('POST', '/campaigns', { name: op.campaign, subject: 'Sale', html: `<p>Sale</p><a href="${LINK}">Shop</a>`, ...ab });
         if (created.statusCode !== 201) return void this.problems.push(`campaign: ${created.body}`);
         this.senderIds.set(op.campaign, created.json().id);
         this.senderNames.set(created.json().id, op.campaign);
@@ -414,6 +449,9 @@ export class EmkDriver {
       const path = sender.startsWith('flow:') ? 'flows' : 'campaigns';
       const report = (await this.api('GET', `/${path}/${this.senderIds.get(sender)}/report`)).json();
       senderReports[sender] = { orders: report.orders, revenue: cents(report.revenue) };
+      // An A/B campaign's orders count once: its revenue is its variants' sum.
+      const variantsRevenue = (report.variants ?? []).reduce((sum: number, v: { revenue: number }) => sum + cents(v.revenue), 0);
+      if (report.variants && variantsRevenue !== cents(report.revenue)) this.problems.push(`${sender}: revenue ${report.revenue}, its variants' sum ${variantsRevenue / 100}`);
     }
     const revenueReport: string[] = [];
     for (const w of reportWindows(now)) {

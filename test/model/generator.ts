@@ -74,7 +74,7 @@ export function generateBursts(seed: number, operationCount: number): Burst[] {
       operations = [cliTurn++ % 2 === 0 ? syncOperation(state, 'cli') : eventBatch(state, 'cli')];
       nextCli += cliEvery;
     } else if (model.campaignsSent.size === 0 && model.liveContacts().length >= 3) {
-      operations = [{ kind: 'send-campaign', campaign: `campaign:${++state.counters.campaign}` }];
+      operations = [campaignOperation(state.counters)];
     } else {
       operations = burstOperations(state, random.chance(0.4) ? 1 : random.int(2, MAX_BURST));
     }
@@ -83,6 +83,18 @@ export function generateBursts(seed: number, operationCount: number): Burst[] {
     total += operations.length;
   }
   return bursts;
+}
+
+/**
+ * The next campaign: every other one (the first included) an A/B test, its share and variant count taken from its
+ * number (no draw, so the random sequence of a seed is what it was before A/B campaigns).
+ */
+function campaignOperation(counters: GeneratorState['counters']): Extract<Operation, { kind: 'send-campaign' }> {
+  const n = ++counters.campaign;
+  const campaign = `campaign:${n}`;
+  if (n % 2 === 0) return { kind: 'send-campaign', campaign };
+  const turn = (n - 1) / 2;
+  return { kind: 'send-campaign', campaign, ab: { testShare: [0.5, 1, 0.25][turn % 3]!, variants: 2 + (turn % 3) } };
 }
 
 interface GeneratorState {
@@ -361,7 +373,7 @@ function drawOperation(state: GeneratorState, draw: Draw): Operation {
       return contact === null ? drawOperation(state, 'identify') : { kind: 'erase', contact };
     }
     case 'campaign':
-      return { kind: 'send-campaign', campaign: `campaign:${++counters.campaign}` };
+      return campaignOperation(counters);
     case 'flowTrigger': {
       const contact = pickAnyContact(state);
       return contact === null ? drawOperation(state, 'customer') : { kind: 'flow-trigger', contact, flow: random.pick(Object.keys(FLOWS)) };

@@ -92,7 +92,8 @@ export type Operation =
   | { kind: 'upsert-contact'; email: string; status?: SubscriptionStatus }
   | { kind: 'set-status'; contact: string; status: SubscriptionStatus }
   | { kind: 'erase'; contact: string }
-  | { kind: 'send-campaign'; campaign: string }
+  /** A campaign to every subscriber; an A/B one tests `variants` variants on `testShare` of them, the winner to the rest. */
+  | { kind: 'send-campaign'; campaign: string; ab?: { testShare: number; variants: number } }
   | { kind: 'flow-trigger'; contact: string; flow: string }
   | { kind: 'open' | 'click'; message: string }
   | { kind: 'windows'; clickDays: number; openDays: number }
@@ -164,7 +165,7 @@ export function describeOperation(op: Operation): string {
     case 'erase':
       return `DELETE /contacts/${op.contact}`;
     case 'send-campaign':
-      return `send ${op.campaign}`;
+      return `send ${op.campaign}${op.ab ? ` (A/B: ${op.ab.variants} variants, test share ${op.ab.testShare})` : ''}`;
     case 'flow-trigger':
       return `POST /events ${op.flow} trigger for ${op.contact}`;
     case 'open':

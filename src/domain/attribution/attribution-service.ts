@@ -35,7 +35,8 @@ const sameAttribution = (a: Attribution | null, b: Attribution | null) =>
     a.kind === b.kind &&
     a.campaign_id === b.campaign_id &&
     a.flow_id === b.flow_id &&
-    a.message_id === b.message_id);
+    a.message_id === b.message_id &&
+    a.variant === b.variant);
 
 /**
  * Last-touch attribution (docs/api/orders.md, Attribution): an order is credited to the latest click by its contact

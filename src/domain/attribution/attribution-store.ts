@@ -109,14 +109,16 @@ export function createAttributionStore(dialect: Dialect) {
           ['order_id', 'contact_id', 'ordered_at', 'click_from', 'open_from'],
           db.raw(table.sql, table.bindings as Knex.RawBinding[]),
         )
-        .select('t.order_id', 'e.kind', 'e.campaign_id', 'e.flow_id', 'e.message_id')
+        .select('t.order_id', 'e.kind', 'e.campaign_id', 'e.flow_id', 'e.message_id', 'm.variant')
         .from(touches.as('t'))
-        .join('engagements as e', 'e.id', db.raw('COALESCE(t.click_id, t.open_id)'));
+        .join('engagements as e', 'e.id', db.raw('COALESCE(t.click_id, t.open_id)'))
+        .leftJoin('messages as m', 'm.id', 'e.message_id');
       for (const row of rows) {
         found.set(row.order_id, {
           campaign_id: row.campaign_id ?? null,
           flow_id: row.flow_id ?? null,
           message_id: row.message_id ?? null,
+          variant: dialect.readNullableNumber(row.variant ?? null),
           kind: row.kind,
         });
       }
@@ -142,6 +144,7 @@ export function createAttributionStore(dialect: Dialect) {
           'attributed_campaign_id',
           'attributed_flow_id',
           'attributed_message_id',
+          'attributed_variant',
           'attribution_kind',
         )
         .orderBy([
@@ -167,6 +170,7 @@ export function createAttributionStore(dialect: Dialect) {
               campaign_id: (row.attributed_campaign_id as string | null) ?? null,
               flow_id: (row.attributed_flow_id as string | null) ?? null,
               message_id: (row.attributed_message_id as string | null) ?? null,
+              variant: dialect.readNullableNumber(row.attributed_variant ?? null),
               kind: row.attribution_kind as EngagementKind,
             }
           : null,
@@ -185,19 +189,20 @@ export function createAttributionStore(dialect: Dialect) {
     ): Promise<void> {
       if (updates.length === 0) return;
       const table = valuesList(
-        ['TEXT', 'VARCHAR(36)', 'VARCHAR(36)', 'VARCHAR(36)', 'VARCHAR(8)'],
+        ['TEXT', 'VARCHAR(36)', 'VARCHAR(36)', 'VARCHAR(36)', 'INTEGER', 'VARCHAR(8)'],
         updates.map(({ orderId, attribution: a }) => [
           orderId,
           a?.campaign_id ?? null,
           a?.flow_id ?? null,
           a?.message_id ?? null,
+          a?.variant ?? null,
           a?.kind ?? null,
         ]),
       );
       await db.raw(
-        `WITH v (id, campaign_id, flow_id, message_id, kind) AS (${table.sql})
+        `WITH v (id, campaign_id, flow_id, message_id, variant, kind) AS (${table.sql})
          UPDATE orders SET attributed_campaign_id = v.campaign_id, attributed_flow_id = v.flow_id,
-           attributed_message_id = v.message_id, attribution_kind = v.kind, updated_at = ?
+           attributed_message_id = v.message_id, attributed_variant = v.variant, attribution_kind = v.kind, updated_at = ?
          FROM v WHERE orders.id = v.id`,
         [...table.bindings, now] as Knex.RawBinding[],
       );

@@ -36,6 +36,8 @@ export interface Attribution {
   campaign_id: string | null;
   flow_id: string | null;
   message_id: string | null;
+  /** The A/B variant of the credited message (a campaign's A/B test), or null. */
+  variant: number | null;
   kind: EngagementKind;
 }
 

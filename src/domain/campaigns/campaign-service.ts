@@ -3,8 +3,8 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { Database, Db, Reader } from '../db/database.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import type { Job, JobHandlers, JobQueue } from '../jobs/job-queue.js';
-import type { MessageService } from '../messages/message-service.js';
+import { DeferJob, RetryJobLater, type Job, type JobHandlers, type JobQueue } from '../jobs/job-queue.js';
+import type { MessageService, PendingMessage } from '../messages/message-service.js';
 import { campaignAudience } from '../segments/audience.js';
 import type { SenderService } from '../senders/sender-service.js';
 import { uuidv7 } from '../shared/ids.js';
@@ -17,15 +17,18 @@ import {
   campaignPreviewSchema,
   campaignSendSchema,
   campaignUpdateSchema,
+  type AbTest,
   type Campaign,
+  type Variant,
 } from './campaign.schema.js';
-import type { SendReport } from '../shared/send-report.js';
+import { pickWinner, splitTestGroup } from './ab-split.js';
+import type { CampaignReport } from './campaign.schema.js';
 import { createCampaignStore, type CampaignRow } from './campaign-store.js';
 
 /** Recipients per worker job: small enough that a retried job redoes little, large enough to batch writes. */
 export const CAMPAIGN_BATCH_SIZE = 500;
 
-export const CAMPAIGN_JOBS = { start: 'campaign.start', batch: 'campaign.batch' } as const;
+export const CAMPAIGN_JOBS = { start: 'campaign.start', batch: 'campaign.batch', abWinner: 'campaign.ab_winner' } as const;
 
 /**
  * Campaigns (docs/email.md, Campaigns): drafts, then one send, now or at `send_at`. Sending fixes the
@@ -53,6 +56,17 @@ export function createCampaignService(deps: {
   const checkTemplates = (fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) =>
     templates.check({ subject: fields.subject, html: fields.html, text: fields.text });
 
+  /**
+   * An A/B test needs both its variants and its settings (or neither); each variant's templates are checked like
+   * the campaign's own, a 400 naming `variants[i].subject` / `variants[i].html`.
+   */
+  async function checkAbTest(variants: Variant[] | null, abTest: AbTest | null) {
+    if ((variants === null) !== (abTest === null)) {
+      throw new ValidationError(`invalid request: ${variants === null ? 'variants' : 'ab_test'} is required with ${variants === null ? 'ab_test' : 'variants'}`);
+    }
+    for (const [i, variant] of (variants ?? []).entries()) await templates.check(variant, `variants[${i}].`);
+  }
+
   /** A campaign's segment must be one of the workspace's (checked in the saving transaction). */
   async function checkSegment(trx: Knex.Transaction, workspaceId: string, segmentId: string | null | undefined) {
     if (segmentId && !(await segmentExists(trx, workspaceId, segmentId))) throw new ValidationError('invalid request: segment_id names no segment');
@@ -70,8 +84,87 @@ export function createCampaignService(deps: {
     return row;
   }
 
+  const batchJobs = (campaignId: string, from: number, to: number) =>
+    Array.from({ length: Math.max(0, to - from) }, (_, i) => ({ kind: CAMPAIGN_JOBS.batch, payload: { campaignId, batch: from + i } }));
+
+  /** The test group is sent: the winner's job is due when the wait ends (in the caller's transaction). */
+  async function endTestIn(trx: Knex.Transaction, row: CampaignRow, abTest: AbTest) {
+    const endsAt = clock() + abTest.wait_minutes * 60_000;
+    await store.update(trx, row.id, { ab_test_ends_at: endsAt, updated_at: clock() });
+    await jobs.enqueue(trx, [{ kind: CAMPAIGN_JOBS.abWinner, payload: { campaignId: row.id }, runAt: endsAt }]);
+  }
+
+  /** An A/B campaign's start: its test group (campaigns/ab-split.ts) is queued, each recipient with a variant. */
+  async function startTest(trx: Knex.Transaction, row: CampaignRow, abTest: AbTest, variants: number): Promise<{ recipients: number; status: 'testing' }> {
+    const now = clock();
+    const audience: Array<{ id: string; workspace_id: string; email: string }> = await campaignAudience(trx, row.workspace_id, row.segment_id);
+    const group = splitTestGroup(row.id, audience, { testShare: abTest.test_share, variants, batchSize: CAMPAIGN_BATCH_SIZE });
+    const { recipients, batches } = await messages.queueCampaignTestGroup(trx, {
+      campaignId: row.id,
+      now,
+      rows: group.map((m) => ({ contact_id: m.id, workspace_id: m.workspace_id, email: m.email, variant: m.variant, batch: m.batch })),
+    });
+    await store.update(trx, row.id, { status: 'testing', started_at: now, recipients, updated_at: now });
+    if (recipients === 0) await endTestIn(trx, row, abTest);
+    await jobs.enqueue(trx, batchJobs(row.id, 0, batches));
+    return { recipients, status: 'testing' };
+  }
+
+  /**
+   * The test's end: the winner by the metric over the test group's messages, then (unless everyone was in the test)
+   * the winner queued for the rest of the audience as it stands now, leaving out whoever has a message of the
+   * campaign. One transaction with the status change: a retried or repeated job finds the campaign no longer
+   * `testing` and does nothing.
+   */
+  async function chooseWinner(trx: Knex.Transaction, row: CampaignRow, abTest: AbTest, variants: number) {
+    const now = clock();
+    const results = await messages.variantReport(trx, row.workspace_id, row.id, variants);
+    const winner = pickWinner(results.map((r) => r[abTest.metric]));
+    if (abTest.test_share >= 1) {
+      await store.update(trx, row.id, { ab_winner: winner, status: 'sent', sent_at: now, updated_at: now });
+      return;
+    }
+    const firstBatch = Math.ceil((row.recipients ?? 0) / CAMPAIGN_BATCH_SIZE);
+    const { recipients, batches } = await messages.queueCampaign(trx, {
+      campaignId: row.id,
+      recipients: campaignAudience(trx, row.workspace_id, row.segment_id),
+      batchSize: CAMPAIGN_BATCH_SIZE,
+      now,
+      variant: winner,
+      firstBatch,
+    });
+    const rest = batchJobs(row.id, firstBatch, batches);
+    const status = rest.length === 0 ? 'sent' : 'sending';
+    await store.update(trx, row.id, { ab_winner: winner, status, recipients, updated_at: now, ...(status === 'sent' ? { sent_at: now } : {}) });
+    await jobs.enqueue(trx, rest);
+  }
+
+  /** A batch's messages, each with its variant's subject and html in place of the campaign's. */
+  async function deliverBatch(row: CampaignRow, pending: PendingMessage[]) {
+    const groups = new Map<number | null, PendingMessage[]>();
+    for (const m of pending) {
+      const group = groups.get(m.variant);
+      if (group) group.push(m);
+      else groups.set(m.variant, [m]);
+    }
+    let later: RetryJobLater | DeferJob | null = null;
+    for (const [variant, group] of groups) {
+      const override = variant === null ? undefined : row.variants?.[variant];
+      const content = { ...row, subject: override?.subject ?? row.subject, html: override?.html ?? row.html };
+      try {
+        await messages.deliver(row.workspace_id, group, content, { settle: (trx, skipped) => store.addSkipped(trx, row.id, skipped) });
+      } catch (error) {
+        // A variant's mails that must wait do not hold back the others': the job runs again for what is left.
+        if (!(error instanceof RetryJobLater || error instanceof DeferJob)) throw error;
+        later ??= error;
+      }
+    }
+    if (later) throw later;
+  }
+
   /** Fixes the recipients and hands their batches to the worker, in the caller's transaction. */
-  async function start(trx: Knex.Transaction, row: CampaignRow): Promise<{ recipients: number; status: 'sending' | 'sent' }> {
+  async function start(trx: Knex.Transaction, row: CampaignRow): Promise<{ recipients: number; status: 'testing' | 'sending' | 'sent' }> {
+    if (row.variants && row.ab_test) return startTest(trx, row, row.ab_test, row.variants.length);
     const now = clock();
     const { recipients, batches } = await messages.queueCampaign(trx, {
       campaignId: row.id,
@@ -81,10 +174,7 @@ export function createCampaignService(deps: {
     });
     const status = recipients === 0 ? 'sent' : 'sending';
     await store.update(trx, row.id, { status, started_at: now, recipients, updated_at: now, ...(status === 'sent' ? { sent_at: now } : {}) });
-    await jobs.enqueue(
-      trx,
-      Array.from({ length: batches }, (_, batch) => ({ kind: CAMPAIGN_JOBS.batch, payload: { campaignId: row.id, batch } })),
-    );
+    await jobs.enqueue(trx, batchJobs(row.id, 0, batches));
     return { recipients, status };
   }
 
@@ -105,10 +195,28 @@ export function createCampaignService(deps: {
       const row = await store.findById(knex, campaignIdOf(job));
       if (!row) return;
       const pending = await messages.pendingInCampaignBatch(knex, row.id, Number(job.payload.batch));
-      await messages.deliver(row.workspace_id, pending, row, {
-        settle: (trx, skipped) => store.addSkipped(trx, row.id, skipped),
+      await deliverBatch(row, pending);
+      if (await messages.campaignUnfinished(knex, row.id)) return;
+      if (row.status !== 'testing') {
+        await store.markSent(knex, row.id, clock());
+        return;
+      }
+      // The last of the test group is out: the test ends after the wait (once, whichever batch gets here first).
+      await writeTransaction(async (trx) => {
+        const locked = await store.find(trx, row.workspace_id, row.id, true);
+        if (locked?.status === 'testing' && locked.ab_test && locked.ab_test_ends_at === null && !(await messages.campaignUnfinished(trx, row.id))) {
+          await endTestIn(trx, locked, locked.ab_test);
+        }
       });
-      if (!(await messages.campaignUnfinished(knex, row.id))) await store.markSent(knex, row.id, clock());
+    },
+
+    /** An A/B test's wait is over: the winner is named and sent to the rest. */
+    [CAMPAIGN_JOBS.abWinner]: async (job) => {
+      await writeTransaction(async (trx) => {
+        const row = await store.findById(trx, campaignIdOf(job));
+        const locked = row && (await store.find(trx, row.workspace_id, row.id, true));
+        if (locked?.status === 'testing' && locked.ab_test && locked.variants) await chooseWinner(trx, locked, locked.ab_test, locked.variants.length);
+      });
     },
   };
 
@@ -121,6 +229,7 @@ export function createCampaignService(deps: {
     async create(workspaceId: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignCreateSchema, body);
       await checkTemplates(input);
+      await checkAbTest(input.variants ?? null, input.ab_test ?? null);
       await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       const now = clock();
       const row: CampaignRow = {
@@ -138,6 +247,10 @@ export function createCampaignService(deps: {
         started_at: null,
         sent_at: null,
         recipients: null,
+        variants: input.variants ?? null,
+        ab_test: input.ab_test ?? null,
+        ab_winner: null,
+        ab_test_ends_at: null,
         skipped: 0,
         created_at: now,
         updated_at: now,
@@ -161,8 +274,11 @@ export function createCampaignService(deps: {
       await checkTemplates(input);
       await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       return writeTransaction(async (trx) => {
-        await loadDraft(trx, workspaceId, id);
+        const draft = await loadDraft(trx, workspaceId, id);
         await checkSegment(trx, workspaceId, input.segment_id);
+        if (input.variants !== undefined || input.ab_test !== undefined) {
+          await checkAbTest(input.variants === undefined ? draft.variants : input.variants, input.ab_test === undefined ? draft.ab_test : input.ab_test);
+        }
         const patch = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
         await store.update(trx, id, { ...patch, updated_at: clock() });
         return store.toRecord(await load(trx, workspaceId, id));
@@ -192,9 +308,12 @@ export function createCampaignService(deps: {
       });
     },
 
-    async report(workspaceId: string, id: string): Promise<SendReport> {
+    async report(workspaceId: string, id: string): Promise<CampaignReport> {
       const row = await load(knex, workspaceId, id);
-      return { ...(await messages.report(knex, workspaceId, { campaign_id: id })), skipped: row.skipped };
+      const report = { ...(await messages.report(knex, workspaceId, { campaign_id: id })), skipped: row.skipped };
+      if (!row.variants) return report;
+      const variants = await messages.variantReport(knex, workspaceId, id, row.variants.length);
+      return { ...report, variants: variants.map((v) => ({ ...v, winner: v.index === row.ab_winner })) };
     },
 
     /** POST /campaigns/{id}/preview: the message as this contact would get it; nothing is sent or stored. */

@@ -3,14 +3,18 @@ import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
-import type { Campaign } from './campaign.schema.js';
+import type { AbTest, Campaign, Variant } from './campaign.schema.js';
 
 /**
  * A campaign as stored: the record's fields, but its times in epoch milliseconds, and the columns the API does
  * not show (its workspace, when sending started, the recipients skipped).
  */
-export type CampaignRow = Omit<Campaign, 'send_at' | 'sent_at' | 'created_at' | 'updated_at'> & {
+export type CampaignRow = Omit<Campaign, 'send_at' | 'sent_at' | 'created_at' | 'updated_at' | 'ab_test'> & {
   workspace_id: string;
+  ab_test: AbTest | null;
+  /** The A/B test's winner (a variant's index) once chosen, and when the test ends once its group is sent. */
+  ab_winner: number | null;
+  ab_test_ends_at: number | null;
   send_at: number | null;
   started_at: number | null;
   sent_at: number | null;
@@ -20,12 +24,23 @@ export type CampaignRow = Omit<Campaign, 'send_at' | 'sent_at' | 'created_at' | 
 };
 
 export function createCampaignStore(dialect: Dialect) {
+  /** JSON columns written as the dialect stores them. */
+  const toColumns = (patch: Partial<CampaignRow>): Record<string, unknown> => ({
+    ...patch,
+    ...(patch.variants !== undefined ? { variants: patch.variants === null ? null : dialect.writeJson(patch.variants) } : {}),
+    ...(patch.ab_test !== undefined ? { ab_test: patch.ab_test === null ? null : dialect.writeJson(patch.ab_test) } : {}),
+  });
+
   const fromRow = (raw: Record<string, unknown>): CampaignRow => ({
     ...(raw as unknown as CampaignRow),
     send_at: dialect.readNullableNumber(raw.send_at),
     started_at: dialect.readNullableNumber(raw.started_at),
     sent_at: dialect.readNullableNumber(raw.sent_at),
     recipients: dialect.readNullableNumber(raw.recipients),
+    variants: raw.variants === null || raw.variants === undefined ? null : dialect.readJson<Variant[]>(raw.variants),
+    ab_test: raw.ab_test === null || raw.ab_test === undefined ? null : dialect.readJson<AbTest>(raw.ab_test),
+    ab_winner: dialect.readNullableNumber(raw.ab_winner),
+    ab_test_ends_at: dialect.readNullableNumber(raw.ab_test_ends_at),
     skipped: dialect.readNumber(raw.skipped),
     created_at: dialect.readNumber(raw.created_at),
     updated_at: dialect.readNumber(raw.updated_at),
@@ -45,12 +60,14 @@ export function createCampaignStore(dialect: Dialect) {
       send_at: toIso(row.send_at),
       sent_at: toIso(row.sent_at),
       recipients: row.recipients,
+      variants: row.variants,
+      ab_test: row.ab_test && { ...row.ab_test, winner: row.ab_winner, test_ends_at: toIso(row.ab_test_ends_at) },
       created_at: toIso(row.created_at)!,
       updated_at: toIso(row.updated_at)!,
     }),
 
     async insert(db: Db, row: CampaignRow): Promise<void> {
-      await db('campaigns').insert(row);
+      await db('campaigns').insert(toColumns(row));
     },
 
     async find(db: Db, workspaceId: string, id: string, lock = false): Promise<CampaignRow | null> {
@@ -66,7 +83,7 @@ export function createCampaignStore(dialect: Dialect) {
     },
 
     async update(db: Db, id: string, patch: Partial<CampaignRow>): Promise<void> {
-      await db('campaigns').where({ id }).update(patch);
+      await db('campaigns').where({ id }).update(toColumns(patch));
     },
 
     async delete(db: Db, id: string): Promise<void> {

@@ -1,12 +1,37 @@
 import { z } from 'zod';
 import { emailSchema, text } from '../shared/validate.js';
 import { parseTimestamp } from '../shared/time.js';
+import { sendReportSchema, type SendReport } from '../shared/send-report.js';
 
-export const CAMPAIGN_STATUSES = ['draft', 'scheduled', 'sending', 'sent'] as const;
+/**
+ * `testing`: an A/B campaign's test group is being sent, or sent and waiting for the test to end; then `sending`
+ * (the winner to the rest) and `sent`. A campaign without variants never is `testing`.
+ */
+export const CAMPAIGN_STATUSES = ['draft', 'scheduled', 'testing', 'sending', 'sent'] as const;
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number];
 
 /** Templates are Liquid; at most 1 MiB each (a newsletter with inline styles stays far below). */
 const template = text(1_048_576);
+
+/** How a test's winner is chosen: its test messages' unique opens, unique clicks or attributed revenue (net). */
+export const AB_METRICS = ['unique_opens', 'unique_clicks', 'revenue'] as const;
+export type AbMetric = (typeof AB_METRICS)[number];
+/** The longest wait between the test group's send and the winner's: 30 days. */
+export const MAX_AB_WAIT_MINUTES = 43_200;
+
+/** One variant: the campaign's subject and/or html in its place (at least one of them). */
+export const variantSchema = z
+  .object({ subject: text(2_000).optional(), html: template.optional() })
+  .refine((v) => v.subject !== undefined || v.html !== undefined, 'must set subject or html');
+export type Variant = z.output<typeof variantSchema>;
+
+export const abTestSchema = z
+  .object({
+    test_share: z.number().gt(0, 'must be more than 0').max(1, 'must be at most 1'),
+    metric: z.enum(AB_METRICS),
+    wait_minutes: z.number().int().min(1, 'must be at least 1').max(MAX_AB_WAIT_MINUTES, `must be at most ${MAX_AB_WAIT_MINUTES}`),
+  });
+export type AbTest = z.output<typeof abTestSchema>;
 
 const campaignFields = {
   name: text(255),
@@ -16,6 +41,9 @@ const campaignFields = {
   segment_id: text(36).nullable().optional(),
   from_email: emailSchema.nullable().optional(),
   from_name: text(255).nullable().optional(),
+  /** 2 to 4 variants; with `ab_test`, never one without the other. */
+  variants: z.array(variantSchema).min(2, 'must have at least 2 entries').max(4, 'must have at most 4 entries').nullable().optional(),
+  ab_test: abTestSchema.nullable().optional(),
 };
 
 /** POST /api/v1/campaigns. */
@@ -49,6 +77,10 @@ export interface Campaign {
   send_at: string | null;
   sent_at: string | null;
   recipients: number | null;
+  /** The A/B test's variants, or null. */
+  variants: Variant[] | null;
+  /** The test's settings, the winner's index once chosen and when the test ends once the test group is sent. */
+  ab_test: (AbTest & { winner: number | null; test_ends_at: string | null }) | null;
   created_at: string;
   updated_at: string;
 }
@@ -66,6 +98,16 @@ export const campaignRecordSchema = z.object({
   send_at: z.string().nullable(),
   sent_at: z.string().nullable(),
   recipients: z.number().int().nullable(),
+  variants: z.array(z.object({ subject: z.string().optional(), html: z.string().optional() })).nullable(),
+  ab_test: z
+    .object({
+      test_share: z.number(),
+      metric: z.enum(AB_METRICS),
+      wait_minutes: z.number().int(),
+      winner: z.number().int().nullable(),
+      test_ends_at: z.string().nullable(),
+    })
+    .nullable(),
   created_at: z.string(),
   updated_at: z.string(),
 }) satisfies z.ZodType<Campaign>;
@@ -77,3 +119,31 @@ export const campaignSendReplySchema = z.object({
 });
 
 export const campaignPreviewReplySchema = z.object({ to: z.string(), subject: z.string(), html: z.string(), text: z.string() });
+
+/** One variant's line of an A/B campaign's report; the winner-phase messages count under the winner's index. */
+export interface VariantReport {
+  index: number;
+  sent: number;
+  unique_opens: number;
+  unique_clicks: number;
+  revenue: number;
+  winner: boolean;
+}
+
+/** GET /campaigns/{id}/report: the send report, and for an A/B campaign its variants. */
+export type CampaignReport = SendReport & { variants?: VariantReport[] };
+
+export const campaignReportSchema = sendReportSchema.extend({
+  variants: z
+    .array(
+      z.object({
+        index: z.number().int(),
+        sent: z.number().int(),
+        unique_opens: z.number().int(),
+        unique_clicks: z.number().int(),
+        revenue: z.number(),
+        winner: z.boolean(),
+      }),
+    )
+    .optional(),
+}) satisfies z.ZodType<CampaignReport>;

@@ -106,6 +106,8 @@ export function createMessageService(deps: {
    */
   reporting: Omit<Parameters<typeof createSendReports>[0], 'counts' | 'unsubscribed'> & {
     unsubscribeCounts(db: Db, messages: Knex.QueryBuilder): Promise<Map<string, number>>;
+    /** Net revenue of the orders credited to an A/B campaign's messages, per variant. */
+    revenueByVariant(db: Db, workspaceId: string, campaignId: string): Promise<Map<number, number>>;
   };
   baseUrl: string;
   /**
@@ -175,8 +177,25 @@ export function createMessageService(deps: {
      * Queues a campaign's recipients (`recipients` selects them: the campaign's audience) in batches, once
      * per campaign × contact, inside the caller's transaction.
      */
-    queueCampaign: (trx: Knex.Transaction, args: { campaignId: string; recipients: Knex.QueryBuilder; batchSize: number; now: number }) =>
-      store.insertCampaignRecipients(trx, args),
+    queueCampaign: (
+      trx: Knex.Transaction,
+      args: { campaignId: string; recipients: Knex.QueryBuilder; batchSize: number; now: number; variant?: number | null; firstBatch?: number },
+    ) => store.insertCampaignRecipients(trx, args),
+    /** Queues an A/B test's group: each recipient with its variant and batch (campaigns/ab-split.ts). */
+    queueCampaignTestGroup: (trx: Knex.Transaction, args: Parameters<typeof store.insertCampaignTestGroup>[1]) => store.insertCampaignTestGroup(trx, args),
+    /**
+     * Each of an A/B campaign's `variants` variants: messages handed over, unique opens, unique clicks and the net
+     * revenue of the orders credited to its messages (each order is credited to one message, so once).
+     */
+    async variantReport(db: Db, workspaceId: string, campaignId: string, variants: number) {
+      const counts = await store.variantCounts(db, workspaceId, campaignId);
+      const revenue = await deps.reporting.revenueByVariant(db, workspaceId, campaignId);
+      return Array.from({ length: variants }, (_, index) => ({
+        index,
+        ...(counts.get(index) ?? { sent: 0, unique_opens: 0, unique_clicks: 0 }),
+        revenue: revenue.get(index) ?? 0,
+      }));
+    },
     /** A campaign batch's messages that have not reached an end, with their recipients. */
     pendingInCampaignBatch: (db: Db, campaignId: string, batch: number) => store.pendingInBatch(db, campaignId, batch),
     /** Whether any message of the campaign has not reached an end. */
@@ -334,6 +353,7 @@ export function createMessageService(deps: {
         campaign_id: null,
         flow_id: null,
         enrollment_id: null,
+        variant: null,
         message_type: 'marketing',
         to: contact.email,
         status: 'queued',

@@ -5,6 +5,7 @@ import { chunk, chunkSizeFor, valuesList } from '../db/bulk.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { NEWEST_FIRST, selectPage } from '../db/page.js';
 import type { Paging } from '../shared/paging.js';
+import { uuidv7 } from '../shared/ids.js';
 import { toIso } from '../shared/time.js';
 import { MESSAGE_STATUSES, type MessageRecord, type MessageStatus, type MessageType } from './message.schema.js';
 
@@ -16,6 +17,8 @@ export interface PendingMessage {
   campaign_id: string | null;
   flow_id: string | null;
   enrollment_id: string | null;
+  /** The A/B variant's index this message gets, or null (the campaign's or flow step's own content). */
+  variant: number | null;
   message_type: MessageType;
   to: string;
   status: MessageStatus;
@@ -57,9 +60,11 @@ const UNFINISHED: MessageStatus[] = ['queued', 'sending'];
 /** Handed over: a message a relay later reported bounced or complained about was sent all the same. */
 const DELIVERED: MessageStatus[] = ['sent', 'captured', 'bounced', 'complained'];
 
+/** Messages handed over (`sent` in reports). */
+const sentColumn = (db: Db) => db.raw(`SUM(CASE WHEN status IN ('${DELIVERED.join("','")}') THEN 1 ELSE 0 END) AS sent`);
 /** Handed over (`sent`), reported delivered, bounced and complained about: the deliverability counts' columns. */
 const deliverabilityColumns = (db: Db) => [
-  db.raw(`SUM(CASE WHEN status IN ('${DELIVERED.join("','")}') THEN 1 ELSE 0 END) AS sent`),
+  sentColumn(db),
   db.raw('COUNT(delivered_at) AS delivered'),
   db.raw(`SUM(CASE WHEN status = 'bounced' THEN 1 ELSE 0 END) AS bounced`),
   db.raw(`SUM(CASE WHEN status = 'complained' THEN 1 ELSE 0 END) AS complained`),
@@ -89,6 +94,13 @@ export interface FlowMessageRow {
   to_email: string;
 }
 
+/** How many messages a campaign has and its batch count. */
+async function campaignSize(trx: Knex.Transaction, campaignId: string): Promise<{ recipients: number; batches: number }> {
+  const row = await trx('messages').where({ campaign_id: campaignId }).select(trx.raw('COUNT(*) AS n'), trx.raw('MAX(batch) AS last')).first();
+  const recipients = Number(row?.n ?? 0);
+  return { recipients, batches: recipients === 0 ? 0 : Number(row?.last) + 1 };
+}
+
 export function createMessageStore(dialect: Dialect) {
   /** Messages that have not reached an end, with what their templates read of the recipient. */
   async function pending(db: Db, where: (q: Knex.QueryBuilder) => void): Promise<PendingMessage[]> {
@@ -101,6 +113,7 @@ export function createMessageStore(dialect: Dialect) {
       'm.campaign_id',
       'm.flow_id',
       'm.enrollment_id',
+      'm.variant',
       'm.message_type',
       'm.to_email',
       'm.status',
@@ -115,6 +128,7 @@ export function createMessageStore(dialect: Dialect) {
       campaign_id: (row.campaign_id as string | null) ?? null,
       flow_id: (row.flow_id as string | null) ?? null,
       enrollment_id: (row.enrollment_id as string | null) ?? null,
+      variant: dialect.readNullableNumber(row.variant),
       message_type: row.message_type as MessageType,
       to: row.to_email as string,
       status: row.status as MessageStatus,
@@ -132,6 +146,7 @@ export function createMessageStore(dialect: Dialect) {
     campaign_id: (row.campaign_id as string | null) ?? null,
     flow_id: (row.flow_id as string | null) ?? null,
     enrollment_id: (row.enrollment_id as string | null) ?? null,
+    variant: dialect.readNullableNumber(row.variant ?? null),
     to: row.to_email as string,
     subject: (row.subject as string | null) ?? null,
     html: (row.html as string | null) ?? null,
@@ -151,30 +166,77 @@ export function createMessageStore(dialect: Dialect) {
 
     /**
      * Fixes a campaign's recipients in one statement: a `queued` message for every contact `recipients`
-     * selects (`id`, `workspace_id`, `email`), numbered into batches of `batchSize`. The unique dedupe key
-     * (campaign × contact) makes a second run add nobody. Returns how many messages the campaign has and its
-     * batch count.
+     * selects (`id`, `workspace_id`, `email`), numbered into batches of `batchSize` from `firstBatch` on, each
+     * naming `variant`. The unique dedupe key (campaign × contact) makes a second run add nobody; with
+     * `firstBatch` (an A/B test's winner send) contacts who have a message of the campaign already are left out
+     * of the numbering too. Returns how many messages the campaign has and its batch count.
      */
     async insertCampaignRecipients(
       trx: Knex.Transaction,
-      args: { campaignId: string; recipients: Knex.QueryBuilder; batchSize: number; now: number },
+      args: { campaignId: string; recipients: Knex.QueryBuilder; batchSize: number; now: number; variant?: number | null; firstBatch?: number },
     ): Promise<{ recipients: number; batches: number }> {
+      const firstBatch = args.firstBatch ?? 0;
+      if (args.firstBatch !== undefined) {
+        args.recipients.whereNotExists(trx('messages as had').where('had.campaign_id', args.campaignId).whereRaw('had.contact_id = c.id').select(trx.raw('1')));
+      }
       const audience = args.recipients.toSQL();
       // `WHERE 1 = 1`: SQLite reads ON CONFLICT after a bare FROM as a join constraint.
       await trx.raw(
-        `INSERT INTO messages (id, workspace_id, contact_id, campaign_id, dedupe_key, batch, message_type, to_email, status, created_at, updated_at)
-         SELECT ${dialect.newIdSql}, r.workspace_id, r.id, ?, ? || r.id, (ROW_NUMBER() OVER (ORDER BY r.id) - 1) / ?, 'marketing', r.email, 'queued', ?, ?
+        `INSERT INTO messages (id, workspace_id, contact_id, campaign_id, dedupe_key, batch, variant, message_type, to_email, status, created_at, updated_at)
+         SELECT ${dialect.newIdSql}, r.workspace_id, r.id, ?, ? || r.id, (ROW_NUMBER() OVER (ORDER BY r.id) - 1) / ? + ?, CAST(? AS INTEGER), 'marketing', r.email, 'queued', ?, ?
          FROM (${audience.sql}) r
          WHERE 1 = 1
          ON CONFLICT (dedupe_key) DO NOTHING`,
-        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, args.now, args.now, ...audience.bindings] as Knex.RawBinding[],
+        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, firstBatch, args.variant ?? null, args.now, args.now, ...audience.bindings] as Knex.RawBinding[],
       );
-      const row = await trx('messages')
-        .where({ campaign_id: args.campaignId })
-        .select(trx.raw('COUNT(*) AS n'), trx.raw('MAX(batch) AS last'))
-        .first();
-      const recipients = Number(row?.n ?? 0);
-      return { recipients, batches: recipients === 0 ? 0 : Number(row?.last) + 1 };
+      return campaignSize(trx, args.campaignId);
+    },
+
+    /**
+     * An A/B test's group: a `queued` message per recipient, with its variant and batch, keyed like every campaign
+     * message (a second run adds nobody). Returns how many messages the campaign has and its batch count.
+     */
+    async insertCampaignTestGroup(
+      trx: Knex.Transaction,
+      args: { campaignId: string; now: number; rows: Array<{ contact_id: string; workspace_id: string; email: string; variant: number; batch: number }> },
+    ): Promise<{ recipients: number; batches: number }> {
+      for (const part of chunk(args.rows, chunkSizeFor(dialect, 12))) {
+        await trx('messages')
+          .insert(
+            part.map((r) => ({
+              id: uuidv7(args.now),
+              workspace_id: r.workspace_id,
+              contact_id: r.contact_id,
+              campaign_id: args.campaignId,
+              dedupe_key: `c:${args.campaignId}:${r.contact_id}`,
+              batch: r.batch,
+              variant: r.variant,
+              message_type: 'marketing',
+              to_email: r.email,
+              status: 'queued',
+              created_at: args.now,
+              updated_at: args.now,
+            })),
+          )
+          .onConflict('dedupe_key')
+          .ignore();
+      }
+      return campaignSize(trx, args.campaignId);
+    },
+
+    /** Per variant of an A/B campaign's messages: handed over, unique opens and unique clicks. */
+    async variantCounts(db: Db, workspaceId: string, campaignId: string): Promise<Map<number, { sent: number; unique_opens: number; unique_clicks: number }>> {
+      const rows: Array<Record<string, unknown>> = await db('messages')
+        .where({ workspace_id: workspaceId, campaign_id: campaignId })
+        .whereNotNull('variant')
+        .groupBy('variant')
+        .select('variant', sentColumn(db), db.raw('COUNT(opened_at) AS unique_opens'), db.raw('COUNT(clicked_at) AS unique_clicks'));
+      return new Map(
+        rows.map((row) => [
+          dialect.readNumber(row.variant),
+          { sent: Number(row.sent ?? 0), unique_opens: Number(row.unique_opens ?? 0), unique_clicks: Number(row.unique_clicks ?? 0) },
+        ]),
+      );
     },
 
     /** A campaign batch's messages that have not reached an end, with their recipients. */

@@ -22,6 +22,8 @@ export interface MessageRecord {
   campaign_id: string | null;
   flow_id: string | null;
   enrollment_id: string | null;
+  /** The A/B variant's index this message got (a campaign's A/B test), or null. */
+  variant: number | null;
   to: string;
   subject: string | null;
   html: string | null;
@@ -44,6 +46,7 @@ export const messageRecordSchema = z.object({
   campaign_id: z.string().nullable(),
   flow_id: z.string().nullable(),
   enrollment_id: z.string().nullable(),
+  variant: z.number().int().nullable(),
   to: z.string(),
   subject: z.string().nullable(),
   html: z.string().nullable(),

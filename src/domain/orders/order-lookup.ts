@@ -16,6 +16,7 @@ export function createOrderLookup(dialect: Dialect) {
     countSince: (db: Db, workspaceId: string, since: number) => store.countSince(db, workspaceId, since),
     /** `attributedTotals` per UTC day since `since` (the console's charts). */
     attributedByDay: (db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }, since: number) => store.attributedByDay(db, workspaceId, to, since),
+    revenueByVariant: (db: Db, workspaceId: string, campaignId: string) => store.revenueByVariant(db, workspaceId, campaignId),
     revenueByAttribution: (db: Db, workspaceId: string, from: number, to: number) => store.revenueByAttribution(db, workspaceId, from, to),
   };
 }

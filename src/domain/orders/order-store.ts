@@ -29,6 +29,8 @@ export interface OrderRow {
   attributed_campaign_id: string | null;
   attributed_flow_id: string | null;
   attributed_message_id: string | null;
+  /** The A/B variant of the credited message, kept with the order (the message goes when its contact is erased). */
+  attributed_variant: number | null;
   attribution_kind: string | null;
   shipping_status: string | null;
   refunded_amount: number;
@@ -95,6 +97,16 @@ export function createOrderStore(dialect: Dialect) {
         .groupBy('day')
         .select(db.raw(`ordered_at / ${DAY_MS} AS day`), db.raw('COUNT(*) AS orders'), db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`));
       return (rows as Array<Record<string, unknown>>).map((row) => ({ day: dialect.readNumber(row.day), orders: dialect.readNumber(row.orders), revenue: dialect.readNumber(row.revenue) }));
+    },
+
+    /** Net revenue of the orders credited to an A/B campaign's messages, by the variant each message got. */
+    async revenueByVariant(db: Db, workspaceId: string, campaignId: string): Promise<Map<number, number>> {
+      const rows: Array<Record<string, unknown>> = await db('orders')
+        .where({ workspace_id: workspaceId, attributed_campaign_id: campaignId })
+        .whereNotNull('attributed_variant')
+        .groupBy('attributed_variant')
+        .select('attributed_variant as variant', db.raw(`COALESCE(ROUND(SUM(${NET_REVENUE_SQL}), 4), 0) AS revenue`));
+      return new Map(rows.map((row) => [dialect.readNumber(row.variant), dialect.readNumber(row.revenue)]));
     },
 
     /** Net revenue per campaign and flow of the orders placed in [from, to), per currency (GET /reports/revenue). */

@@ -20,6 +20,7 @@ export interface OrderAttribution {
   campaign_id: string | null;
   flow_id: string | null;
   message_id: string | null;
+  variant: number | null;
   kind: 'click' | 'open';
 }
 
@@ -115,6 +116,7 @@ export function orderRow(
     attributed_campaign_id: null,
     attributed_flow_id: null,
     attributed_message_id: null,
+    attributed_variant: null,
     attribution_kind: null,
     shipping_status: null,
     refunded_amount: fields.refunded_amount,
@@ -337,6 +339,7 @@ export function createOrderUpsert(deps: {
         row.attributed_campaign_id = credit.campaign_id;
         row.attributed_flow_id = credit.flow_id;
         row.attributed_message_id = credit.message_id;
+        row.attributed_variant = credit.variant;
         row.attribution_kind = credit.kind;
       }
       const insertedIds = await orderStore.insertIgnoringConflicts(

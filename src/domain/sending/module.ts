@@ -107,6 +107,7 @@ export function createSendingModule(
     reporting: {
       engagementCounts: attribution.engagementCounts,
       attributedTotals: deps.orderLookup.attributedTotals,
+      revenueByVariant: deps.orderLookup.revenueByVariant,
       unsubscribeCounts: deps.contactLookup.unsubscribeCounts,
     },
     baseUrl: email.baseUrl,

@@ -13,7 +13,8 @@ const PROGRESS_EVERY_MS = 500;
 /**
  * `emk campaigns send ID [--at TIME]`: the send of POST /campaigns/{id}/send; a send that starts now is then
  * worked through in this process (with any other workers on the database) until every message reached an end,
- * with progress on stderr. `--detach` only starts it and leaves the batches to running workers.
+ * with progress on stderr (an A/B campaign: its test group). `--detach` only starts it and leaves the batches to
+ * running workers.
  */
 export function campaignsSendCommand(): Command {
   return withGlobalOptions(
@@ -29,7 +30,8 @@ export function campaignsSendCommand(): Command {
         const services = await context.services();
         const workspace = await context.workspace();
         const started = await services.campaigns.send(workspace.id, id, options.at === undefined ? {} : { send_at: options.at });
-        if (started.status !== 'sending' || options.detach) return { ...started, report: null };
+        // An A/B test's group is worked through here too; its winner goes after the wait, from a running worker.
+        if ((started.status !== 'sending' && started.status !== 'testing') || options.detach) return { ...started, report: null };
         const worker = startWorker(workerOptionsFor(services));
         let report: SendReport;
         try {

@@ -6,11 +6,11 @@ import {
   campaignPreviewReplySchema,
   campaignPreviewSchema,
   campaignRecordSchema,
+  campaignReportSchema,
   campaignSendReplySchema,
   campaignSendSchema,
   campaignUpdateSchema,
 } from '../../../domain/campaigns/campaign.schema.js';
-import { sendReportSchema } from '../../../domain/shared/send-report.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
 import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
@@ -88,7 +88,7 @@ export function campaignRoutes(services: Services) {
 
     app.get<ById>(
       '/campaigns/:id/report',
-      { schema: describeRoute({ ...campaigns, summary: 'Delivery, engagement and attributed revenue (net)', params: idParams, replies: { 200: sendReportSchema }, errors: [401, 404] }) },
+      { schema: describeRoute({ ...campaigns, summary: 'Delivery, engagement and attributed revenue (net); an A/B campaign adds its variants', params: idParams, replies: { 200: campaignReportSchema }, errors: [401, 404] }) },
       async (request) => services.campaigns.report(request.workspaceId, request.params.id),
     );
 
