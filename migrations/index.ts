@@ -36,6 +36,7 @@ import * as addMessageToSubscriptionChanges from './202611271050_add_message_to_
 import * as createPlatformWebhooks from './202611280900_create_platform_webhooks.js';
 import * as indexMessagesByStatus from './202611281100_index_messages_by_status.js';
 import * as addWorkspaceEventRetention from './202611281300_add_workspace_event_retention.js';
+import * as addCampaignFormat from './202611290300_add_campaign_format.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -84,4 +85,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611280900_create_platform_webhooks', createPlatformWebhooks],
   ['202611281100_index_messages_by_status', indexMessagesByStatus],
   ['202611281300_add_workspace_event_retention', addWorkspaceEventRetention],
+  ['202611290300_add_campaign_format', addCampaignFormat],
 ];

@@ -42,6 +42,8 @@ function starts(flow: FlowRow, fact: OutboxFact): boolean {
       // Only those who enter after the flow went live.
       return fact.triggerType === 'segment_entered' && fact.subjectId === trigger.segment_id && fact.id > (flow.live_after_fact ?? Infinity);
     case 'abandoned_cart':
+    // Enrolled by its own checks (another change builds them); a draft from the starter enrols nobody.
+    case 'browse_abandonment':
       return false;
   }
 }
@@ -268,7 +270,7 @@ export function createFlowEngine(deps: {
     await messages.deliver(
       flow.workspace_id,
       pending,
-      { subject: content.subject, html: content.html, text: content.text ?? null, from_email: content.from_email ?? null, from_name: content.from_name ?? null },
+      { subject: content.subject, html: content.html, format: content.format, text: content.text ?? null, from_email: content.from_email ?? null, from_name: content.from_name ?? null },
       { variablesOf: (m) => contextOf.get(m.enrollment_id ?? '') ?? {}, settle: (trx, skipped) => store.addSkipped(trx, flow.id, skipped) },
     );
   }

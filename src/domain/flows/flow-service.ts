@@ -57,7 +57,7 @@ export function createFlowService(deps: {
   ) {
     for (const [i, step] of (input.steps ?? []).entries()) {
       if (step.type !== 'email') continue;
-      await templates.check({ subject: step.subject, html: step.html, text: step.text }, `steps[${i}].`);
+      await templates.check({ subject: step.subject, html: step.html, text: step.text, format: step.format }, `steps[${i}].`);
       await deps.senders.checkFromEmail(workspaceId, step.from_email, `steps[${i}].from_email`);
     }
     if (input.filters) parseConditions(input.filters, 'filters');

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { sendReportSchema } from '../shared/send-report.js';
 import { canonicalEventName } from '../events/event-names.js';
 import { emailSchema, jsonObject, text } from '../shared/validate.js';
+import { CONTENT_FORMATS } from '../templates/content-formats.js';
 
 export const FLOW_STATUSES = ['draft', 'live', 'paused'] as const;
 export type FlowStatus = (typeof FLOW_STATUSES)[number];
@@ -26,6 +27,7 @@ export const flowTriggerSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('order_updated') }),
   z.object({ type: z.literal('shipping_information'), source_filter: text(255).default('all') }),
   z.object({ type: z.literal('abandoned_cart'), delay_minutes: minutes.positive('must be greater than 0').default(DEFAULT_CART_DELAY_MINUTES) }),
+  z.object({ type: z.literal('browse_abandonment'), delay_minutes: minutes.positive('must be greater than 0').default(DEFAULT_CART_DELAY_MINUTES) }),
   z.object({ type: z.literal('segment_entered'), segment_id: text(36) }),
 ]);
 export type FlowTrigger = z.output<typeof flowTriggerSchema>;
@@ -40,6 +42,8 @@ export const flowStepSchema = z.discriminatedUnion('type', [
     type: z.literal('email'),
     subject: text(2_000),
     html: template,
+    /** How `html` is written (docs/email.md, Formats). */
+    format: z.enum(CONTENT_FORMATS, { error: `must be one of ${CONTENT_FORMATS.join(', ')}` }).default('html'),
     text: template.nullable().optional(),
     from_email: emailSchema.nullable().optional(),
     from_name: text(255).nullable().optional(),

@@ -17,7 +17,7 @@ import { systemClock, type Clock } from '../shared/time.js';
 import { bareAddress, parseInput } from '../shared/validate.js';
 import { HARD_BOUNCE } from '../suppressions/suppression.schema.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
-import type { TemplateVariables, Templates } from '../templates/template-engine.js';
+import type { ContentFormat, TemplateVariables, Templates } from '../templates/template-engine.js';
 import type { TrackingService } from '../tracking/tracking-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { messageListQuerySchema, type MessageRecord } from './message.schema.js';
@@ -32,6 +32,8 @@ export type { FlowMessageRow, PendingMessage } from './message-store.js';
 export interface MessageContent {
   subject: string;
   html: string;
+  /** How `html` is written: `html` (CSS inlined) or `mjml`; absent is `html` (docs/email.md, Formats). */
+  format?: ContentFormat | undefined;
   text: string | null;
   from_email: string | null;
   from_name: string | null;
