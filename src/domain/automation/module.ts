@@ -43,7 +43,7 @@ export function createAutomationModule(
   const campaigns = createCampaignService({ ...runtime, messages, templates, senders, contactLookup, segmentExists: segments.exists });
   const contexts = createTriggerContexts({ eventRecords: deps.eventRecords, orders: deps.orderLookup, carts: deps.carts });
   const flowEngine = createFlowEngine({ ...runtime, contexts, contactLookup, messages, segments });
-  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages });
+  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages, contactLookup });
   const dispatcher = createTriggerDispatcher({
     ...runtime,
     consumers: [segments.consumeFacts, flowEngine.consumeFacts],

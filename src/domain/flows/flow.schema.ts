@@ -133,6 +133,15 @@ export const enrollmentRecordSchema = z.object({
   updated_at: z.string(),
 }) satisfies z.ZodType<Enrollment>;
 
+/**
+ * Where a step is in a flow (GET /flows/{id}/steps/{path}/preview.html): its index in `steps` (`2`), and inside a
+ * step holding lists of steps, the list's name and the index in it (`2.yes.0`).
+ */
+export const stepPathSchema = z.object({
+  path: text(200).regex(/^\d{1,3}(\.[a-z_]{1,32}\.\d{1,3})*$/, 'must be a step index such as 2, or a nested path such as 2.yes.0'),
+});
+export const stepPreviewQuerySchema = z.object({ contact_id: text(36) });
+
 export const enrollmentListQuerySchema = z.object({ status: z.enum(ENROLLMENT_STATUSES).optional() });
 
 /** GET /flows/{id}/report: the campaign report's counts plus what became of the enrolments. */

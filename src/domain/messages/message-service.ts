@@ -327,8 +327,16 @@ export function createMessageService(deps: {
       return result;
     },
 
-    /** A campaign's message rendered for one contact, links as written, with nothing sent or stored. */
-    async preview(workspaceId: string, contact: ContactRow, content: MessageContent) {
+    /**
+     * A campaign's or flow step's message rendered for one contact, links as written, with nothing sent or
+     * stored; `variables` adds what a flow's trigger shows (event, order, cart), `messageType` decides the footer.
+     */
+    async preview(
+      workspaceId: string,
+      contact: ContactRow,
+      content: MessageContent,
+      options: { variables?: Partial<TemplateVariables>; messageType?: PendingMessage['message_type'] } = {},
+    ) {
       const message: PendingMessage = {
         id: uuidv7(),
         workspace_id: workspaceId,
@@ -336,13 +344,13 @@ export function createMessageService(deps: {
         campaign_id: null,
         flow_id: null,
         enrollment_id: null,
-        message_type: 'marketing',
+        message_type: options.messageType ?? 'marketing',
         to: contact.email,
         status: 'queued',
         contact: { email: contact.email, properties: contact.properties, subscription_status: contact.subscription_status },
       };
       // Links as written: a preview's message is never stored, so its links must not redirect (no open redirect).
-      const r = await render(message, content, await renderBatch(workspaceId, content, true));
+      const r = await render(message, content, await renderBatch(workspaceId, content, true), options.variables);
       return { to: contact.email, subject: r.subject, html: r.html, text: r.text ?? textFromHtml(r.html) };
     },
 

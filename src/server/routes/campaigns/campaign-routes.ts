@@ -14,6 +14,7 @@ import { sendReportSchema } from '../../../domain/shared/send-report.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
 import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { sendPreviewPage } from '../../plugins/security-headers.js';
 
 const campaigns = { tag: 'Campaigns', credential: 'apiKey' as const };
 type ById = { Params: { id: string } };
@@ -105,6 +106,21 @@ export function campaignRoutes(services: Services) {
         }),
       },
       async (request) => services.campaigns.preview(request.workspaceId, request.params.id, request.body),
+    );
+
+    app.get<ById>(
+      '/campaigns/:id/preview.html',
+      {
+        schema: describeRoute({
+          ...campaigns,
+          summary: 'The rendered message as a page for a browser (text/html; footer as sent, links as written, no script runs)',
+          params: idParams,
+          query: campaignPreviewSchema,
+          replies: { 200: z.string().describe('text/html') },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request, reply) => sendPreviewPage(reply, (await services.campaigns.preview(request.workspaceId, request.params.id, request.query)).html),
     );
   };
 }

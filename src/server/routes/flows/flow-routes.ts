@@ -8,10 +8,13 @@ import {
   flowRecordSchema,
   flowReportSchema,
   flowUpdateSchema,
+  stepPathSchema,
+  stepPreviewQuerySchema,
 } from '../../../domain/flows/flow.schema.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
 import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { sendPreviewPage } from '../../plugins/security-headers.js';
 
 const flows = { tag: 'Flows', credential: 'apiKey' as const };
 type ById = { Params: { id: string } };
@@ -88,6 +91,22 @@ export function flowRoutes(services: Services) {
       '/flows/:id/report',
       { schema: describeRoute({ ...flows, summary: 'Delivery, engagement, attributed revenue (net) and enrolment outcomes', params: idParams, replies: { 200: flowReportSchema }, errors: [401, 404] }) },
       async (request) => services.flows.report(request.workspaceId, request.params.id),
+    );
+
+    app.get<{ Params: { id: string; path: string } }>(
+      '/flows/:id/steps/:path/preview.html',
+      {
+        schema: describeRoute({
+          ...flows,
+          summary: "An email step's message as a page for a browser (`path`: `2`, or `2.yes.0` in a step's list; the trigger as the contact's latest enrolment saw it)",
+          params: idParams.extend(stepPathSchema.shape),
+          query: stepPreviewQuerySchema,
+          replies: { 200: z.string().describe('text/html') },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request, reply) =>
+        sendPreviewPage(reply, (await services.flows.previewStep(request.workspaceId, request.params.id, { path: request.params.path }, request.query)).html),
     );
   };
 }
