@@ -10,6 +10,8 @@ import type { MessageService } from '../messages/message-service.js';
 import type { OrderLookup } from '../orders/order-lookup.js';
 import type { Runtime } from '../runtime/module.js';
 import { createSegmentService } from '../segments/segment-service.js';
+import type { FeedService } from '../feeds/feed-service.js';
+import { createStarterService } from '../starters/starter-service.js';
 import type { SenderService } from '../senders/sender-service.js';
 import type { Clock } from '../shared/time.js';
 import type { Templates } from '../templates/template-engine.js';
@@ -36,6 +38,8 @@ export function createAutomationModule(
     templates: Templates;
     /** Where a campaign's or flow step's `from_email` may be. */
     senders: SenderService;
+    /** Where a starter's product block gets its feed. */
+    feeds: Pick<FeedService, 'create'>;
   },
 ) {
   const { contactLookup, messages, templates, senders } = deps;
@@ -44,6 +48,7 @@ export function createAutomationModule(
   const contexts = createTriggerContexts({ eventRecords: deps.eventRecords, orders: deps.orderLookup, carts: deps.carts });
   const flowEngine = createFlowEngine({ ...runtime, contexts, contactLookup, messages, segments });
   const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages, contactLookup });
+  const starters = createStarterService({ flows, campaigns, segments, feeds: deps.feeds });
   const dispatcher = createTriggerDispatcher({
     ...runtime,
     consumers: [segments.consumeFacts, flowEngine.consumeFacts],
@@ -54,6 +59,7 @@ export function createAutomationModule(
     segments,
     campaigns,
     flows,
+    starters,
     dispatcher,
     outboxPruner,
     /** What the worker runs, by job kind: each noun's handlers. */

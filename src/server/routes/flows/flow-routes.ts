@@ -13,7 +13,8 @@ import {
 } from '../../../domain/flows/flow.schema.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
-import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { describedOnly, describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { isStarterRequest, starterRequestSchema } from '../../../domain/starters/starter-service.js';
 import { sendPreviewPage } from '../../plugins/security-headers.js';
 
 const flows = { tag: 'Flows', credential: 'apiKey' as const };
@@ -27,13 +28,17 @@ export function flowRoutes(services: Services) {
       {
         schema: describeRoute({
           ...flows,
-          summary: 'Create a flow (templates, filters and a segment trigger are checked: a 400 names the place)',
-          body: flowCreateSchema,
+          summary: 'Create a flow, or a draft from a starter with {"starter": id, "name"?} (templates, filters and a segment trigger are checked: a 400 names the place)',
+          // Either the record or a starter's id (checked by the domain, which tells them apart).
+          body: describedOnly(z.union([flowCreateSchema, starterRequestSchema])),
           replies: { 201: flowRecordSchema },
           errors: [400, 401],
         }),
       },
-      async (request, reply) => reply.code(201).send(await services.flows.create(request.workspaceId, request.body)),
+      async (request, reply) =>
+        reply
+          .code(201)
+          .send(await (isStarterRequest(request.body) ? services.starters.createFlow(request.workspaceId, request.body) : services.flows.create(request.workspaceId, request.body))),
     );
 
     app.get(
