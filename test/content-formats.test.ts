@@ -143,6 +143,19 @@ describeEachDatabase('content formats: MJML and CSS inlining', (h) => {
     expect(byName('Bob').html).toMatch(/<a href="http:\/\/localhost:\d+\/t\/c\/[A-Za-z0-9_-]+" style="color: #00aa00;">Shop<\/a>/);
   });
 
+  it('MJML output loses its indentation, except where a <pre> needs its white space', async () => {
+    const ws = await h().workspace();
+    const cy = await contact(ws, 'subscribed', { first_name: 'Cy' });
+    const body = (inner: string) => `<mjml><mj-body><mj-section><mj-column><mj-text>${inner}</mj-text></mj-column></mj-section></mj-body></mjml>`;
+    const plain = await campaign(ws, { format: 'mjml', html: body('Hi {{ contact.first_name }}') });
+    const html = (await api(ws, 'POST', `/campaigns/${plain}/preview`, { contact_id: cy })).json().html as string;
+    expect(html).toContain('Hi Cy');
+    expect(html).not.toMatch(/\n[ \t]+</);
+    const pre = await campaign(ws, { format: 'mjml', html: body('<pre>{{ contact.first_name }}\n    indented</pre>') });
+    const kept = (await api(ws, 'POST', `/campaigns/${pre}/preview`, { contact_id: cy })).json().html as string;
+    expect(kept).toContain('<pre>Cy\n    indented</pre>');
+  });
+
   it('a template without <style> is sent as written', async () => {
     const ws = await h().workspace();
     const cy = await contact(ws, 'subscribed', { first_name: 'Cy' });

@@ -100,8 +100,15 @@ async function compileMjml(original: string): Promise<string> {
     if (first?.message) throw new FormatError(`${first.line ? `line ${p.lines[first.line] ?? first.line}: ` : ''}${unprotect(first.message, p)}`);
     throw new FormatError(unprotect(error instanceof Error ? error.message.trim() : String(error), p));
   }
-  return restore(html, p, original);
+  return restore(withoutIndentation(html), p, original);
 }
+
+/**
+ * MJML's output without the indentation of its lines: a quarter of its bytes, which every recipient's message
+ * would carry (rendered, link-signed, stored). A run of white space holding a line break stays a line break, the
+ * same white space to a browser, except inside `<pre>` or `<textarea>`: output holding one is left as it is.
+ */
+const withoutIndentation = (html: string) => (/<(pre|textarea)[\s>]/i.test(html) ? html : html.replace(/[ \t]*\n\s*/g, '\n'));
 
 /** A message about the protected source, with the Liquid put back for the reader. */
 const unprotect = (message: string, p: Protected) => message.replace(new RegExp(`${p.prefix}(\\d+)z`, 'g'), (_, i: string) => p.tokens[Number(i)] ?? '');
