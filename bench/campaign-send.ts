@@ -75,7 +75,7 @@ async function seedCatalog(services: ReturnType<typeof createServices>, workspac
  * A fresh workspace with `contacts` subscribers, the catalog and a draft campaign from `news@bench.test` (the
  * workspace's own domain, without a DKIM key; `signed` adds it as a sender with a key, so every message is signed).
  */
-export async function prepareCampaign(url: string, contacts: number, options: { signed?: boolean } = {}): Promise<PreparedCampaign> {
+export async function prepareCampaign(url: string, contacts: number, options: { signed?: boolean; mjml?: boolean } = {}): Promise<PreparedCampaign> {
   const db = openDatabase(url);
   await migrateToLatest(db.knex);
   const services = createServices(db);
@@ -86,7 +86,7 @@ export async function prepareCampaign(url: string, contacts: number, options: { 
     await seedCatalog(services, workspace.id);
     const seededSeconds = (performance.now() - seeding) / 1000;
     if (options.signed) await services.senders.add(workspace.id, { domain: 'bench.test' });
-    const campaignId = await createBenchCampaign(services, workspace.id, 'news@bench.test');
+    const campaignId = await createBenchCampaign(services, workspace.id, 'news@bench.test', options.mjml);
     return { workspaceId: workspace.id, apiKey: apiKey.key, campaignId, contacts, seededSeconds: +seededSeconds.toFixed(1) };
   } finally {
     await services.close();
@@ -95,18 +95,45 @@ export async function prepareCampaign(url: string, contacts: number, options: { 
 
 /**
  * The bench's draft campaign in a workspace: personalised, with a BLOCK-product `best_selling` block, a tracked
- * link and the unsubscribe link. `from` must be at the workspace's domain (or one of its senders).
+ * link and the unsubscribe link; in MJML with `mjml`. `from` must be at the workspace's domain (or one of its senders).
  */
-export async function createBenchCampaign(services: ReturnType<typeof createServices>, workspaceId: string, from: string): Promise<string> {
+export async function createBenchCampaign(services: ReturnType<typeof createServices>, workspaceId: string, from: string, mjml = false): Promise<string> {
   const feed = await services.feeds.create(workspaceId, { name: 'Best sellers', recommendation_type: 'best_selling', max_items: BLOCK });
   const campaign = await services.campaigns.create(workspaceId, {
     name: 'Bench',
     from_email: from,
     subject: 'Picks for {{ contact.email }}',
-    html: `<p>Hello {{ contact.email }}</p>{% products feed: "${feed.feed.id}", limit: ${BLOCK}, fallback: "best_selling" %}<a href="{{ item.url }}">{{ item.title }}</a>{% endproducts %}<a href="https://bench.test/sale">Sale</a><a href="{{ unsubscribe_url }}">Unsubscribe</a>`,
+    ...(mjml
+      ? { format: 'mjml' as const, html: benchMjml(feed.feed.id) }
+      : {
+          html: `<p>Hello {{ contact.email }}</p>{% products feed: "${feed.feed.id}", limit: ${BLOCK}, fallback: "best_selling" %}<a href="{{ item.url }}">{{ item.title }}</a>{% endproducts %}<a href="https://bench.test/sale">Sale</a><a href="{{ unsubscribe_url }}">Unsubscribe</a>`,
+        }),
   });
   return campaign.id;
 }
+
+/**
+ * The same message as MJML (`--mjml`): a header, the block as a responsive grid (a column per product: MJML sizes
+ * columns when it compiles, so the width is the block's limit's share), the two links; as many links as the
+ * HTML message (the picture is not a second link), so the two rows differ by the markup alone.
+ */
+const benchMjml = (feedId: string) => `<mjml>
+  <mj-body background-color="#f4f4f5">
+    <mj-section background-color="#ffffff"><mj-column><mj-text font-size="18px">Hello {{ contact.email }}</mj-text></mj-column></mj-section>
+    <mj-section background-color="#ffffff">
+      <mj-raw>{% products feed: "${feedId}", limit: ${BLOCK}, fallback: "best_selling" %}</mj-raw>
+      <mj-column width="${100 / BLOCK}%">
+        <mj-image src="{{ item.image_url }}" alt="{{ item.title }}" />
+        <mj-text align="center"><a href="{{ item.url }}">{{ item.title }}</a></mj-text>
+      </mj-column>
+      <mj-raw>{% endproducts %}</mj-raw>
+    </mj-section>
+    <mj-section><mj-column>
+      <mj-button href="https://bench.test/sale">Sale</mj-button>
+      <mj-text font-size="12px" align="center"><a href="{{ unsubscribe_url }}">Unsubscribe</a></mj-text>
+    </mj-column></mj-section>
+  </mj-body>
+</mjml>`;
 
 /** Starts the send and works it through with this process's worker until every message reached an end. */
 export async function sendCampaign(

@@ -15,16 +15,17 @@ import { prepareCampaign, sendCampaign } from './campaign-send.js';
  *
  * `--smtp` (with the single-process form) sends over SMTP to a loopback sink in a process of its own
  * (smtp-sink.ts; no rate cap, 5 connections) instead of capturing; `--dkim` adds the campaign's From domain as a
- * sender with a key first, so every message is DKIM-signed (docs/email.md, What signing costs).
+ * sender with a key first, so every message is DKIM-signed (docs/email.md, What signing costs); `--mjml` (with either
+ * form, `--prepare` included) writes the same message as an MJML template, compiled once (docs/email.md, Formats).
  */
 async function main(): Promise<void> {
-  const flags = new Set<string>(process.argv.slice(2).filter((a) => a === '--smtp' || a === '--dkim'));
+  const flags = new Set<string>(process.argv.slice(2).filter((a) => a === '--smtp' || a === '--dkim' || a === '--mjml'));
   const args = process.argv.slice(2).filter((a) => !flags.has(a));
   const print = (value: unknown): void => void process.stdout.write(`${JSON.stringify(value)}\n`);
   if (args[0] === '--prepare') {
     const [, url, count] = args;
     if (!url || !count) throw new Error('usage: campaign.js --prepare <database url> <contacts>');
-    return print(await prepareCampaign(url, Number(count)));
+    return print(await prepareCampaign(url, Number(count), { mjml: flags.has('--mjml') }));
   }
   if (args[0] === '--send') {
     const [, url, workspaceId, campaignId] = args;
@@ -33,8 +34,9 @@ async function main(): Promise<void> {
   }
   const [url, count = '100000'] = args;
   if (!url) throw new Error('usage: campaign.js <database url> [contacts]');
-  const prepared = await prepareCampaign(url, Number(count), { signed: flags.has('--dkim') });
-  if (!flags.has('--smtp')) return print({ seededSeconds: prepared.seededSeconds, ...(await sendCampaign(url, prepared)) });
+  const prepared = await prepareCampaign(url, Number(count), { signed: flags.has('--dkim'), mjml: flags.has('--mjml') });
+  const format = flags.has('--mjml') ? 'mjml' : 'html';
+  if (!flags.has('--smtp')) return print({ seededSeconds: prepared.seededSeconds, format, ...(await sendCampaign(url, prepared)) });
   const sink = spawn(process.execPath, [join(import.meta.dirname, 'smtp-sink.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
   const exited = once(sink, 'exit');
   const lines = createInterface({ input: sink.stdout })[Symbol.asyncIterator]();
@@ -44,7 +46,7 @@ async function main(): Promise<void> {
     const result = await sendCampaign(url, prepared, email);
     sink.kill('SIGTERM');
     const { received } = JSON.parse((await lines.next()).value as string) as { received: number };
-    print({ seededSeconds: prepared.seededSeconds, transport: 'smtp', dkim: flags.has('--dkim'), received, ...result });
+    print({ seededSeconds: prepared.seededSeconds, format, transport: 'smtp', dkim: flags.has('--dkim'), received, ...result });
   } finally {
     if (sink.exitCode === null) sink.kill('SIGTERM');
     await exited;

@@ -37,6 +37,7 @@ import * as createPlatformWebhooks from './202611280900_create_platform_webhooks
 import * as indexMessagesByStatus from './202611281100_index_messages_by_status.js';
 import * as addWorkspaceEventRetention from './202611281300_add_workspace_event_retention.js';
 import * as createConsoleSessions from './202611290100_create_console_sessions.js';
+import * as addCampaignFormat from './202611290300_add_campaign_format.js';
 import * as addCampaignAbTests from './202611290400_add_campaign_ab_tests.js';
 import * as createFlowWebhookAttempts from './202611290500_create_flow_webhook_attempts.js';
 import * as partitionEventsByMonth from './202611290600_partition_events_by_month.js';
@@ -89,6 +90,7 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611281100_index_messages_by_status', indexMessagesByStatus],
   ['202611281300_add_workspace_event_retention', addWorkspaceEventRetention],
   ['202611290100_create_console_sessions', createConsoleSessions],
+  ['202611290300_add_campaign_format', addCampaignFormat],
   ['202611290400_add_campaign_ab_tests', addCampaignAbTests],
   ['202611290500_create_flow_webhook_attempts', createFlowWebhookAttempts],
   ['202611290600_partition_events_by_month', partitionEventsByMonth],

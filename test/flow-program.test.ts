@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { FlowStep } from '../src/domain/flows/flow.schema.js';
 import { compileSteps, remapPosition } from '../src/domain/flows/flow-program.js';
 
-const email = (subject: string): FlowStep => ({ type: 'email', subject, html: subject });
+const email = (subject: string): FlowStep => ({ type: 'email', subject, html: subject, format: 'html' });
 const branch = (yes: FlowStep[], no: FlowStep[] = []): FlowStep => ({ type: 'branch', conditions: { all: [] }, yes, no });
 const view = (steps: FlowStep[]) => compileSteps(steps).map((e) => [e.path, e.next, e.yes ?? null, e.no ?? null]);
 

@@ -20,6 +20,7 @@ import { contactsCommand } from './commands/contacts/index.js';
 import { flowsCommand } from './commands/flows/index.js';
 import { messagesCommand } from './commands/messages/index.js';
 import { segmentsCommand } from './commands/segments/index.js';
+import { startersCommand } from './commands/starters/index.js';
 import { reportCommand } from './commands/reports/index.js';
 import { seedCommand } from './commands/seed/seed.js';
 import { sendersCommand } from './commands/senders/index.js';
@@ -49,6 +50,7 @@ export function buildProgram(): Command {
     campaignsCommand(),
     flowsCommand(),
     segmentsCommand(),
+    startersCommand(),
     messagesCommand(),
     reportCommand(),
     contactsCommand(),

@@ -36,7 +36,7 @@ export function createServices(db: Database, options: ServiceOptions = {}) {
   const ingest = createIngestModule(runtime, { ...accounts, ...catalog, clock });
   const commerce = createCommerceModule(runtime, { ...accounts, ...catalog, ...ingest });
   const sending = createSendingModule(runtime, { ...content, ...accounts, ...catalog, ...ingest, ...commerce, email, clock });
-  const automation = createAutomationModule(runtime, { ...content, ...ingest, ...commerce, ...sending, senders: accounts.senders, clock, onFactSetAside: options.onFactSetAside, webhooks: email.webhooks });
+  const automation = createAutomationModule(runtime, { ...content, ...ingest, ...commerce, ...sending, senders: accounts.senders, feeds: catalog.feeds, clock, onFactSetAside: options.onFactSetAside, webhooks: email.webhooks });
   const operations = createOperationsModule(runtime, { ...catalog, ...ingest, ...commerce, ...sending, ...automation, clock });
   const platforms = createPlatformsModule(runtime, { ...accounts, ...catalog, ...ingest, ...commerce, ...operations });
 

@@ -32,6 +32,7 @@ import { healthRoutes } from './routes/health/health-routes.js';
 import { metricsRoutes } from './routes/metrics/metrics-routes.js';
 import { campaignRoutes } from './routes/campaigns/campaign-routes.js';
 import { flowRoutes } from './routes/flows/flow-routes.js';
+import { starterRoutes } from './routes/starters/starter-routes.js';
 import { segmentRoutes } from './routes/segments/segment-routes.js';
 import { messageRoutes } from './routes/messages/message-routes.js';
 import { suppressionRoutes } from './routes/suppressions/suppression-routes.js';
@@ -137,6 +138,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       });
       await api.register(campaignRoutes(services));
       await api.register(flowRoutes(services));
+      await api.register(starterRoutes(services));
       await api.register(segmentRoutes(services));
       await api.register(messageRoutes(services));
       await api.register(suppressionRoutes(services));

@@ -12,6 +12,8 @@ import type { MessageService } from '../messages/message-service.js';
 import type { OrderLookup } from '../orders/order-lookup.js';
 import type { Runtime } from '../runtime/module.js';
 import { createSegmentService } from '../segments/segment-service.js';
+import type { FeedService } from '../feeds/feed-service.js';
+import { createStarterService } from '../starters/starter-service.js';
 import type { SenderService } from '../senders/sender-service.js';
 import type { Clock } from '../shared/time.js';
 import type { Templates } from '../templates/template-engine.js';
@@ -41,6 +43,8 @@ export function createAutomationModule(
     /** What flows' `update_contact` steps write through, and webhook steps post. */
     contacts: ContactService;
     webhooks: WebhookOptions | undefined;
+    /** Where a starter's product block gets its feed. */
+    feeds: Pick<FeedService, 'create'>;
   },
 ) {
   const { contactLookup, messages, templates, senders } = deps;
@@ -49,7 +53,8 @@ export function createAutomationModule(
   const contexts = createTriggerContexts({ eventRecords: deps.eventRecords, orders: deps.orderLookup, carts: deps.carts });
   const webhooks = deps.webhooks ?? DEFAULT_WEBHOOK_OPTIONS;
   const flowEngine = createFlowEngine({ ...runtime, contexts, contactLookup, messages, segments, contacts: deps.contacts, webhooks });
-  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages, webhooks });
+  const flows = createFlowService({ ...runtime, engine: flowEngine, templates, senders, segments, messages, webhooks, contactLookup });
+  const starters = createStarterService({ flows, campaigns, segments, feeds: deps.feeds });
   const dispatcher = createTriggerDispatcher({
     ...runtime,
     consumers: [segments.consumeFacts, flowEngine.consumeFacts],
@@ -60,6 +65,7 @@ export function createAutomationModule(
     segments,
     campaigns,
     flows,
+    starters,
     dispatcher,
     outboxPruner,
     /** The oldest trigger fact a waiting flow job reads again (the event pruner keeps its event and those after). */

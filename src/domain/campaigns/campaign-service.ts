@@ -11,7 +11,7 @@ import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
-import type { Templates } from '../templates/template-engine.js';
+import type { ContentFormat, Templates } from '../templates/template-engine.js';
 import {
   campaignCreateSchema,
   campaignPreviewSchema,
@@ -53,8 +53,8 @@ export function createCampaignService(deps: {
   const clock = deps.clock ?? systemClock;
 
   /** Each template must parse and render against sample data within the limits: else a 400 naming its field. */
-  const checkTemplates = (fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined }) =>
-    templates.check({ subject: fields.subject, html: fields.html, text: fields.text });
+  const checkTemplates = (fields: { subject?: string | undefined; html?: string | undefined; text?: string | null | undefined; format?: ContentFormat | undefined }) =>
+    templates.check({ subject: fields.subject, html: fields.html, text: fields.text, format: fields.format });
 
   /**
    * An A/B test needs both its variants and its settings (or neither); each variant's templates are checked like
@@ -238,6 +238,7 @@ export function createCampaignService(deps: {
         name: input.name,
         subject: input.subject,
         html: input.html,
+        format: input.format ?? 'html',
         text: input.text ?? null,
         segment_id: input.segment_id ?? null,
         from_email: input.from_email ?? null,
@@ -271,7 +272,9 @@ export function createCampaignService(deps: {
 
     async update(workspaceId: string, id: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignUpdateSchema, body);
-      await checkTemplates(input);
+      // A new format alone is checked against the stored HTML, a new HTML alone against the stored format.
+      const stored = input.format !== undefined || input.html !== undefined ? await load(knex, workspaceId, id) : null;
+      await checkTemplates({ ...input, html: input.html ?? (input.format !== undefined ? stored?.html : undefined), format: input.format ?? stored?.format });
       await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       return writeTransaction(async (trx) => {
         const draft = await loadDraft(trx, workspaceId, id);

@@ -52,6 +52,7 @@ export function createCampaignStore(dialect: Dialect) {
       name: row.name,
       subject: row.subject,
       html: row.html,
+      format: row.format,
       text: row.text ?? null,
       segment_id: row.segment_id ?? null,
       from_email: row.from_email ?? null,

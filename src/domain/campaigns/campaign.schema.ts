@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { emailSchema, text } from '../shared/validate.js';
 import { parseTimestamp } from '../shared/time.js';
 import { sendReportSchema, type SendReport } from '../shared/send-report.js';
+import { CONTENT_FORMATS, type ContentFormat } from '../templates/content-formats.js';
 
 /**
  * `testing`: an A/B campaign's test group is being sent, or sent and waiting for the test to end; then `sending`
@@ -37,6 +38,8 @@ const campaignFields = {
   name: text(255),
   subject: text(2_000),
   html: template,
+  /** How `html` is written (docs/email.md, Formats). */
+  format: z.enum(CONTENT_FORMATS, { error: `must be one of ${CONTENT_FORMATS.join(', ')}` }).optional(),
   text: template.nullable().optional(),
   segment_id: text(36).nullable().optional(),
   from_email: emailSchema.nullable().optional(),
@@ -69,6 +72,7 @@ export interface Campaign {
   name: string;
   subject: string;
   html: string;
+  format: ContentFormat;
   text: string | null;
   segment_id: string | null;
   from_email: string | null;
@@ -90,6 +94,7 @@ export const campaignRecordSchema = z.object({
   name: z.string(),
   subject: z.string(),
   html: z.string(),
+  format: z.enum(CONTENT_FORMATS),
   text: z.string().nullable(),
   segment_id: z.string().nullable(),
   from_email: z.string().nullable(),

@@ -289,7 +289,7 @@ export function createFlowEngine(deps: {
     await messages.deliver(
       flow.workspace_id,
       pending,
-      { subject: content.subject, html: content.html, text: content.text ?? null, from_email: content.from_email ?? null, from_name: content.from_name ?? null },
+      { subject: content.subject, html: content.html, format: content.format, text: content.text ?? null, from_email: content.from_email ?? null, from_name: content.from_name ?? null },
       { variablesOf: (m) => contextOf.get(m.enrollment_id ?? '') ?? {}, settle: (trx, skipped) => store.addSkipped(trx, flow.id, skipped) },
     );
   }

@@ -3,6 +3,7 @@ import type { Knex } from 'knex';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { Database, Db, Reader } from '../db/database.js';
 import { NotFoundError, ValidationError } from '../errors.js';
+import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { MessageService } from '../messages/message-service.js';
 import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
@@ -17,6 +18,9 @@ import type { FlowEngine } from './flow-engine.js';
 import {
   enrollmentListQuerySchema,
   flowCreateSchema,
+  stepPathSchema,
+  stepPreviewQuerySchema,
+  type EmailStep,
   flowUpdateSchema,
   MAX_BRANCH_DEPTH,
   MAX_TOTAL_STEPS,
@@ -49,7 +53,8 @@ export function createFlowService(deps: {
   /** Whether a `segment_entered` trigger names one of the workspace's segments. */
   segments: Pick<SegmentService, 'exists'>;
   outbox: TriggerOutbox;
-  messages: Pick<MessageService, 'report'>;
+  messages: Pick<MessageService, 'report' | 'preview'>;
+  contactLookup: Pick<ContactLookup, 'findById'>;
   /** Which hosts webhook steps may name over http:// or on private addresses. */
   webhooks: Pick<WebhookOptions, 'allowHosts'>;
   clock?: Clock;
@@ -80,7 +85,7 @@ export function createFlowService(deps: {
         if (problem) throw new ValidationError(`invalid request: ${place}.url ${problem}`);
       }
       if (step.type !== 'email') continue;
-      await templates.check({ subject: step.subject, html: step.html, text: step.text }, `${place}.`);
+      await templates.check({ subject: step.subject, html: step.html, text: step.text, format: step.format }, `${place}.`);
       await deps.senders.checkFromEmail(workspaceId, step.from_email, `${place}.from_email`);
     }
     if (input.filters) parseConditions(input.filters, 'filters');
@@ -96,6 +101,18 @@ export function createFlowService(deps: {
       if (step.type === 'branch') return { ...step, yes: withSecrets(step.yes), no: withSecrets(step.no) };
       return step;
     });
+
+  /** The step at `path` (`2`, or `2.yes.0` inside a step holding lists of steps); 404 when there is none. */
+  function stepAt(steps: FlowStep[], path: string): FlowStep {
+    const [first, ...rest] = path.split('.');
+    let step: unknown = steps[Number(first)];
+    for (let i = 0; i < rest.length && step !== undefined; i += 2) {
+      const list = (step as Record<string, unknown>)[rest[i]!];
+      step = Array.isArray(list) ? list[Number(rest[i + 1])] : undefined;
+    }
+    if (step === undefined) throw new NotFoundError('step not found');
+    return step as FlowStep;
+  }
 
   async function load(db: Db, workspaceId: string, id: string, lock = false): Promise<FlowRow> {
     const row = await store.find(db, workspaceId, id, lock);
@@ -199,6 +216,24 @@ export function createFlowService(deps: {
         at.set(step, (at.get(step) ?? 0) + n);
       }
       return at;
+    },
+
+    /**
+     * An email step's message as this contact would get it (GET /flows/{id}/steps/{path}/preview.html): the trigger
+     * as their latest enrolment in the flow saw it (none: without event, order or cart); nothing sent or stored.
+     */
+    async previewStep(workspaceId: string, id: string, params: unknown, query: unknown) {
+      const { path } = parseInput(stepPathSchema, params);
+      const { contact_id } = parseInput(stepPreviewQuerySchema, query);
+      const row = await load(knex, workspaceId, id);
+      const step = stepAt(row.steps, path);
+      if (step.type !== 'email') throw new ValidationError(`invalid request: path names a ${step.type} step, not an email step`);
+      const contact = await deps.contactLookup.findById(knex, workspaceId, contact_id);
+      if (!contact) throw new NotFoundError('contact not found');
+      const email = step as EmailStep;
+      const content = { subject: email.subject, html: email.html, format: email.format, text: email.text ?? null, from_email: email.from_email ?? null, from_name: email.from_name ?? null };
+      const variables = (await store.latestContext(knex, id, contact_id)) ?? {};
+      return messages.preview(workspaceId, contact, content, { variables, messageType: row.message_type });
     },
 
     async report(workspaceId: string, id: string): Promise<FlowReport> {

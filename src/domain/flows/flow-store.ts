@@ -177,6 +177,12 @@ export function createFlowStore(dialect: Dialect) {
       return inserted;
     },
 
+    /** What the contact's latest enrolment in the flow saw of its trigger (a step's preview), or null. */
+    async latestContext(db: Db, flowId: string, contactId: string): Promise<TriggerContext | null> {
+      const row = await db('flow_enrollments').where({ flow_id: flowId, contact_id: contactId }).orderBy('id', 'desc').first('context');
+      return row ? (dialect.readJson<TriggerContext>(row.context) ?? {}) : null;
+    },
+
     async findEnrollments(db: Db, ids: string[]): Promise<EnrollmentRow[]> {
       const out: EnrollmentRow[] = [];
       for (const part of chunk(ids, 500)) out.push(...(await db('flow_enrollments').whereIn('id', part)).map(enrollmentFromRow));

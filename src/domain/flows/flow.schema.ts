@@ -3,6 +3,7 @@ import { sendReportSchema } from '../shared/send-report.js';
 import { canonicalEventName } from '../events/event-names.js';
 import { subscriptionStatusSchema } from '../contacts/contact.schema.js';
 import { emailSchema, jsonObject, text } from '../shared/validate.js';
+import { CONTENT_FORMATS } from '../templates/content-formats.js';
 
 export const FLOW_STATUSES = ['draft', 'live', 'paused'] as const;
 export type FlowStatus = (typeof FLOW_STATUSES)[number];
@@ -45,6 +46,8 @@ const emailStep = z.object({
   type: z.literal('email'),
   subject: text(2_000),
   html: template,
+  /** How `html` is written (docs/email.md, Formats). */
+  format: z.enum(CONTENT_FORMATS, { error: `must be one of ${CONTENT_FORMATS.join(', ')}` }).default('html'),
   text: template.nullable().optional(),
   from_email: emailSchema.nullable().optional(),
   from_name: text(255).nullable().optional(),
@@ -176,6 +179,15 @@ export const enrollmentRecordSchema = z.object({
   created_at: z.string(),
   updated_at: z.string(),
 }) satisfies z.ZodType<Enrollment>;
+
+/**
+ * Where a step is in a flow (GET /flows/{id}/steps/{path}/preview.html): its index in `steps` (`2`), and inside a
+ * step holding lists of steps, the list's name and the index in it (`2.yes.0`).
+ */
+export const stepPathSchema = z.object({
+  path: text(200).regex(/^\d{1,3}(\.[a-z_]{1,32}\.\d{1,3})*$/, 'must be a step index such as 2, or a nested path such as 2.yes.0'),
+});
+export const stepPreviewQuerySchema = z.object({ contact_id: text(36) });
 
 export const enrollmentListQuerySchema = z.object({ status: z.enum(ENROLLMENT_STATUSES).optional() });
 

@@ -1,5 +1,5 @@
 import type { Settings } from '../settings/settings.schema.js';
-import type { RenderRecipient, Templates, TemplateVariables } from '../templates/template-engine.js';
+import type { ContentFormat, RenderRecipient, Templates, TemplateVariables } from '../templates/template-engine.js';
 
 /**
  * The footer of marketing mail (docs/email.md, Deliverability: Footer): every marketing message carries a visible
@@ -64,7 +64,7 @@ const names = (source: string | null) => source === null || source.includes('uns
  */
 export async function renderWithFooter(
   templates: Pick<Templates, 'renderMessage' | 'render' | 'compile'>,
-  content: { subject: string; html: string; text: string | null },
+  content: { subject: string; html: string; text: string | null; format?: ContentFormat | undefined },
   variables: TemplateVariables,
   recipient: RenderRecipient,
   footer: { html: string; text: string | null } | null,

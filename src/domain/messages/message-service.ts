@@ -17,7 +17,7 @@ import { systemClock, type Clock } from '../shared/time.js';
 import { bareAddress, parseInput } from '../shared/validate.js';
 import { HARD_BOUNCE } from '../suppressions/suppression.schema.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
-import type { TemplateVariables, Templates } from '../templates/template-engine.js';
+import type { ContentFormat, TemplateVariables, Templates } from '../templates/template-engine.js';
 import type { TrackingService } from '../tracking/tracking-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
 import { messageListQuerySchema, type MessageRecord } from './message.schema.js';
@@ -32,6 +32,8 @@ export type { FlowMessageRow, PendingMessage } from './message-store.js';
 export interface MessageContent {
   subject: string;
   html: string;
+  /** How `html` is written: `html` (CSS inlined) or `mjml`; absent is `html` (docs/email.md, Formats). */
+  format?: ContentFormat | undefined;
   text: string | null;
   from_email: string | null;
   from_name: string | null;
@@ -344,8 +346,16 @@ export function createMessageService(deps: {
       return result;
     },
 
-    /** A campaign's message rendered for one contact, links as written, with nothing sent or stored. */
-    async preview(workspaceId: string, contact: ContactRow, content: MessageContent) {
+    /**
+     * A campaign's or flow step's message rendered for one contact, links as written, with nothing sent or
+     * stored; `variables` adds what a flow's trigger shows (event, order, cart), `messageType` decides the footer.
+     */
+    async preview(
+      workspaceId: string,
+      contact: ContactRow,
+      content: MessageContent,
+      options: { variables?: Partial<TemplateVariables>; messageType?: PendingMessage['message_type'] } = {},
+    ) {
       const message: PendingMessage = {
         id: uuidv7(),
         workspace_id: workspaceId,
@@ -354,13 +364,13 @@ export function createMessageService(deps: {
         flow_id: null,
         enrollment_id: null,
         variant: null,
-        message_type: 'marketing',
+        message_type: options.messageType ?? 'marketing',
         to: contact.email,
         status: 'queued',
         contact: { email: contact.email, properties: contact.properties, subscription_status: contact.subscription_status },
       };
       // Links as written: a preview's message is never stored, so its links must not redirect (no open redirect).
-      const r = await render(message, content, await renderBatch(workspaceId, content, true));
+      const r = await render(message, content, await renderBatch(workspaceId, content, true), options.variables);
       return { to: contact.email, subject: r.subject, html: r.html, text: r.text ?? textFromHtml(r.html) };
     },
 

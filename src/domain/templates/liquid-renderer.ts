@@ -264,7 +264,7 @@ export function createLiquidRenderer(limits: TemplateLimits, progress: Float64Ar
   }
 
   /** Runs one task; each part's start is written to `progress` for the pool's deadline. */
-  function run(task: RenderTask): RenderReply {
+  function run(task: Exclude<RenderTask, { op: 'prepare' }>): RenderReply {
     const parts = task.op === 'blocks' ? [task.part] : task.parts;
     const outputs: string[] = [];
     for (const [i, part] of parts.entries()) {

@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { PACKAGE_ROOT } from '../shared/package.js';
-import { PROGRESS, type RenderReply, type RenderTask, type TemplateLimits } from './render-protocol.js';
+import { PREPARE_TIMEOUT_MS, PROGRESS, type RenderReply, type RenderTask, type TemplateLimits } from './render-protocol.js';
 
 /**
  * The render threads: templates are tenant input, so they are parsed and rendered off the event loop that
@@ -102,13 +102,13 @@ export function createRenderPool(options: { limits: TemplateLimits; threads?: nu
   }
 
   /** At the deadline of the part under way: ends the thread if that part is still running, else waits for the next. */
-  function watch(slot: Slot, delay: number): void {
+  function watch(slot: Slot, delay: number, deadline: number): void {
     slot.timer = setTimeout(() => {
       slot.timer = null;
       const startedAt = slot.progress[PROGRESS.startedAt]!;
       // 0: the thread has not begun a part yet (it is starting) or is between two.
       const elapsed = startedAt === 0 ? 0 : now() - startedAt;
-      if (elapsed < limits.timeoutMs) return watch(slot, limits.timeoutMs - elapsed + 1);
+      if (elapsed < deadline) return watch(slot, deadline - elapsed + 1, deadline);
       const phase = slot.progress[PROGRESS.phase] === 1 ? 'parse' : 'render';
       retire(slot, { ok: false, part: slot.progress[PROGRESS.part]!, kind: 'timeout', message: '', phase });
     }, Math.ceil(delay));
@@ -122,7 +122,8 @@ export function createRenderPool(options: { limits: TemplateLimits; threads?: nu
       slot.entry = entry;
       slot.worker.ref();
       slot.worker.postMessage(entry.task);
-      watch(slot, limits.timeoutMs);
+      const deadline = entry.task.op === 'prepare' ? Math.max(PREPARE_TIMEOUT_MS, limits.timeoutMs) : limits.timeoutMs;
+      watch(slot, deadline, deadline);
     }
   }
 

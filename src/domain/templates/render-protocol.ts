@@ -1,6 +1,7 @@
 import type { OrderItem } from '../orders/order.schema.js';
 import type { Product } from '../products/product.schema.js';
 import type { BlockFallback } from './product-block-source.js';
+import type { ContentFormat } from './content-formats.js';
 
 /**
  * What the main thread and a render thread say to each other (render-pool.ts ↔ render-worker.ts): plain data
@@ -109,7 +110,16 @@ export type RenderTask =
    * Renders each part in turn; `blocks` holds the products of every block by `blockKey`, or `sample` asks for
    * made-up products (a check at save).
    */
-  | { op: 'render'; parts: PartSource[]; variables: TemplateVariables; blocks: Record<string, BlockItem[]>; sample: boolean };
+  | { op: 'render'; parts: PartSource[]; variables: TemplateVariables; blocks: Record<string, BlockItem[]>; sample: boolean }
+  /** Turns a template's source in `format` into the Liquid-HTML rendered per recipient (content-formats.ts). */
+  | { op: 'prepare'; format: ContentFormat; source: string };
+
+/**
+ * How long preparing one template may take: a thread loads MJML at its first MJML template (about a CPU-second,
+ * several on a busy host), and a template is prepared once per process, not per recipient, so this deadline is
+ * far longer than a render's.
+ */
+export const PREPARE_TIMEOUT_MS = 30_000;
 
 /** Why a part failed: its own error, or one of the limits. */
 export type FailureKind = 'template' | 'timeout' | 'output' | 'memory';
@@ -117,6 +127,7 @@ export type FailureKind = 'template' | 'timeout' | 'output' | 'memory';
 export type RenderReply =
   | { ok: true; outputs: string[] }
   | { ok: true; blocks: BlockArguments[] }
+  | { ok: true; html: string }
   /** `phase`: where a part that ran out of time was (the pool tells, from the thread's progress). */
   | { ok: false; part: number; kind: FailureKind; message: string; phase?: 'parse' | 'render' };
 

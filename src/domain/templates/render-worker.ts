@@ -1,12 +1,14 @@
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { FormatError, prepareContent } from './content-formats.js';
 import { createLiquidRenderer } from './liquid-renderer.js';
-import type { RenderTask, TemplateLimits } from './render-protocol.js';
+import { PROGRESS, type RenderReply, type RenderTask, type TemplateLimits } from './render-protocol.js';
 
 /** A render thread of the pool (render-pool.ts): one task at a time, answered in order. */
 const { limits, progress } = workerData as { limits: TemplateLimits; progress: SharedArrayBuffer };
-const renderer = createLiquidRenderer(limits, new Float64Array(progress));
+const progressView = new Float64Array(progress);
+const renderer = createLiquidRenderer(limits, progressView);
 
 /**
  * Where the system allows it (Linux: a thread's id is a pid to setpriority), the thread runs at a lower priority
@@ -19,6 +21,23 @@ try {
   // Not Linux, or not allowed: the thread keeps the process's priority.
 }
 
+/** A template's source to its Liquid-HTML (MJML, CSS inlining): a format error is the template's own. */
+async function prepare(task: Extract<RenderTask, { op: 'prepare' }>): Promise<RenderReply> {
+  progressView[PROGRESS.part] = 0;
+  progressView[PROGRESS.phase] = 1;
+  progressView[PROGRESS.startedAt] = performance.timeOrigin + performance.now();
+  try {
+    return { ok: true, html: await prepareContent(task.source, task.format) };
+  } catch (error) {
+    if (error instanceof FormatError) return { ok: false, part: 0, kind: 'template', message: error.message };
+    if (error instanceof RangeError) return { ok: false, part: 0, kind: 'memory', message: '' };
+    return { ok: false, part: 0, kind: 'template', message: error instanceof Error ? error.message : String(error) };
+  } finally {
+    progressView[PROGRESS.startedAt] = 0;
+  }
+}
+
 parentPort!.on('message', (task: RenderTask) => {
-  parentPort!.postMessage(renderer.run(task));
+  if (task.op === 'prepare') void prepare(task).then((reply) => parentPort!.postMessage(reply));
+  else parentPort!.postMessage(renderer.run(task));
 });

@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { ValidationError } from '../errors.js';
 import type { BlockProductSource } from './product-block-source.js';
+import type { ContentFormat } from './content-formats.js';
 import { createRenderPool, type RenderPool } from './render-pool.js';
 import {
+  PREPARE_TIMEOUT_MS,
   blockItem,
   blockKey,
   DEFAULT_TEMPLATE_LIMITS,
@@ -17,6 +19,7 @@ import {
 } from './render-protocol.js';
 
 export { DEFAULT_TEMPLATE_LIMITS, type TemplateLimits, type TemplateVariables } from './render-protocol.js';
+export { CONTENT_FORMATS, type ContentFormat } from './content-formats.js';
 
 /** Who a render is for: what a product block ranks its feed for. */
 export interface RenderRecipient {
@@ -44,6 +47,8 @@ type Analysis = { ok: true; blocks: BlockArguments[] } | Failure;
 
 /** Templates kept ready (and their product blocks): a send renders one template for all its recipients. */
 const COMPILED_CACHE_SIZE = 300;
+/** Prepared sources kept per format (MJML compiled, CSS inlined), by their text. */
+const PREPARED_CACHE_SIZE = 300;
 
 /** What a check at save renders against: every variable group of the contract, so every branch can run. */
 const SAMPLE_VARIABLES: TemplateVariables = {
@@ -101,6 +106,46 @@ export function createTemplates(deps: { blockProducts: BlockProductSource; limit
     return template;
   }
 
+  type Prepared = { ok: true; html: string } | { ok: false; message: string };
+  /** Per format, by the template's text: its Liquid-HTML, or the TemplateError's message without its field. */
+  const prepared: Record<ContentFormat, Map<string, Promise<Prepared>>> = { html: new Map(), mjml: new Map() };
+
+  /**
+   * The Liquid-HTML of an HTML part in `format` (content-formats.ts), prepared once on a thread and kept by its
+   * text (a send passes the same string for every recipient, so the lookup does not read it again): every
+   * recipient renders the same prepared template. A source that cannot be prepared fails every time, so that
+   * answer is kept too; a timeout or a failure of the pool is not.
+   */
+  async function prepare(source: string, format: ContentFormat, field: string): Promise<string> {
+    const cache = prepared[format];
+    const key = source;
+    let entry = cache.get(key);
+    if (entry) {
+      cache.delete(key);
+      cache.set(key, entry);
+    } else if (format === 'html' && !/<style[\s>]/i.test(source)) {
+      // Nothing to inline: no thread needed.
+      entry = Promise.resolve({ ok: true as const, html: source });
+      cache.set(key, entry);
+    } else {
+      entry = run({ op: 'prepare', format, source }).then((reply) => {
+        if (reply.ok && 'html' in reply) return { ok: true as const, html: reply.html };
+        if (!reply.ok && reply.kind === 'template') return { ok: false as const, message: reply.message };
+        cache.delete(key);
+        if (!reply.ok && reply.kind === 'timeout') return { ok: false as const, message: `template took longer than ${PREPARE_TIMEOUT_MS} ms to compile` };
+        return { ok: false as const, message: limitMessage(!reply.ok && reply.kind !== 'template' ? reply.kind : 'memory', limits) };
+      }, (error: unknown) => {
+        cache.delete(key);
+        throw error;
+      });
+      if (cache.size >= PREPARED_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+      cache.set(key, entry);
+    }
+    const result = await entry;
+    if (!result.ok) throw new TemplateError(`${field}: ${result.message}`);
+    return result.html;
+  }
+
   const partOf = (template: CompiledTemplate, field: string): PartSource => ({ field, kind: template.kind, key: template.key, source: template.source });
 
   const problem = (field: string, failure: Failure): TemplateError =>
@@ -155,7 +200,7 @@ export function createTemplates(deps: { blockProducts: BlockProductSource; limit
      * `footer`, its footer parts too (`footer_html`, and `footer_text` when given), rendered beside the body.
      */
     async renderMessage(
-      content: { subject: string; html: string; text: string | null },
+      content: { subject: string; html: string; text: string | null; format?: ContentFormat | undefined },
       variables: TemplateVariables,
       recipient: RenderRecipient,
       footer?: { html: string; text: string | null },
@@ -164,7 +209,7 @@ export function createTemplates(deps: { blockProducts: BlockProductSource; limit
         typeof source === 'string' ? [{ field, template: compile(source, part) }] : [];
       const parts = [
         { field: 'subject', template: compile(content.subject, 'subject') },
-        { field: 'html', template: compile(content.html, 'html') },
+        { field: 'html', template: compile(await prepare(content.html, content.format ?? 'html', 'html'), 'html') },
         ...optional('text', content.text, 'text'),
         ...optional('footer_html', footer?.html, 'html'),
         ...optional('footer_text', footer?.text, 'text'),
@@ -178,11 +223,14 @@ export function createTemplates(deps: { blockProducts: BlockProductSource; limit
 
     /**
      * Refuses (TemplateError, a 400) a template that does not parse or cannot render against sample data within
-     * the limits, naming its field: `${prefix}subject`, `${prefix}html`, `${prefix}text`.
+     * the limits, naming its field: `${prefix}subject`, `${prefix}html`, `${prefix}text`. The HTML part is
+     * prepared in its `format` first (MJML compiled, CSS inlined), so an MJML error names `${prefix}html` and
+     * the line; `format` alone (a PATCH of the format) is checked against `html` when that is given.
      */
-    async check(fields: Partial<Record<MessagePart, string | null | undefined>>, prefix = ''): Promise<void> {
+    async check(fields: Partial<Record<MessagePart, string | null | undefined>> & { format?: ContentFormat | undefined }, prefix = ''): Promise<void> {
+      const html = typeof fields.html === 'string' ? await prepare(fields.html, fields.format ?? 'html', `${prefix}html`) : undefined;
       const parts = (['subject', 'html', 'text'] as const).flatMap((part) => {
-        const source = fields[part];
+        const source = part === 'html' ? html : fields[part];
         return typeof source === 'string' ? [partOf(compile(source, part), `${prefix}${part}`)] : [];
       });
       if (parts.length === 0) return;

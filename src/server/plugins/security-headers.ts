@@ -1,5 +1,5 @@
 import fastifyHelmet from '@fastify/helmet';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 
 /**
  * What every HTML page sends (helmet's defaults, with these changes): no framing (`X-Frame-Options: DENY`: no
@@ -73,4 +73,30 @@ export async function registerSecurityHeaders(app: FastifyInstance): Promise<voi
     else if (isConsolePage(pattern)) reply.helmet(CONSOLE_PAGE_CSP);
     else if (isDocsPage(pattern)) reply.helmet();
   });
+}
+
+/**
+ * A message's preview page (GET …/preview.html): the mail as its recipient sees it, so its own inline styles and
+ * `<style>` elements, its images from anywhere (the shop's CDN) and web fonts apply, but no script runs, no form
+ * posts, nothing frames it, and it is never cached (it holds a contact's data).
+ */
+export const PREVIEW_PAGE_CSP = [
+  "default-src 'none'",
+  "img-src http: https: data:",
+  "style-src 'unsafe-inline' https:",
+  'font-src https: data:',
+  "form-action 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Sends a rendered message as a preview page, with the policy above. */
+export function sendPreviewPage(reply: FastifyReply, html: string): FastifyReply {
+  return reply
+    .header('content-type', 'text/html; charset=utf-8')
+    .header('content-security-policy', PREVIEW_PAGE_CSP)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('cache-control', 'no-store')
+    .send(html);
 }

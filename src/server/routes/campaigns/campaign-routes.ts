@@ -13,7 +13,9 @@ import {
 } from '../../../domain/campaigns/campaign.schema.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
-import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { describedOnly, describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { isStarterRequest, starterRequestSchema } from '../../../domain/starters/starter-service.js';
+import { sendPreviewPage } from '../../plugins/security-headers.js';
 
 const campaigns = { tag: 'Campaigns', credential: 'apiKey' as const };
 type ById = { Params: { id: string } };
@@ -26,13 +28,17 @@ export function campaignRoutes(services: Services) {
       {
         schema: describeRoute({
           ...campaigns,
-          summary: 'Create a draft (templates are checked: one that does not parse or cannot render within the limits is a 400 naming its field)',
-          body: campaignCreateSchema,
+          summary: 'Create a draft, or one from a campaign starter with {"starter": id, "name"?} (templates are checked: one that does not parse or cannot render within the limits is a 400 naming its field)',
+          // Either the record or a starter's id (checked by the domain, which tells them apart).
+          body: describedOnly(z.union([campaignCreateSchema, starterRequestSchema])),
           replies: { 201: campaignRecordSchema },
           errors: [400, 401],
         }),
       },
-      async (request, reply) => reply.code(201).send(await services.campaigns.create(request.workspaceId, request.body)),
+      async (request, reply) =>
+        reply
+          .code(201)
+          .send(await (isStarterRequest(request.body) ? services.starters.createCampaign(request.workspaceId, request.body) : services.campaigns.create(request.workspaceId, request.body))),
     );
 
     app.get(
@@ -105,6 +111,21 @@ export function campaignRoutes(services: Services) {
         }),
       },
       async (request) => services.campaigns.preview(request.workspaceId, request.params.id, request.body),
+    );
+
+    app.get<ById>(
+      '/campaigns/:id/preview.html',
+      {
+        schema: describeRoute({
+          ...campaigns,
+          summary: 'The rendered message as a page for a browser (text/html; footer as sent, links as written, no script runs)',
+          params: idParams,
+          query: campaignPreviewSchema,
+          replies: { 200: z.string().describe('text/html') },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request, reply) => sendPreviewPage(reply, (await services.campaigns.preview(request.workspaceId, request.params.id, request.query)).html),
     );
   };
 }

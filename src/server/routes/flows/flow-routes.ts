@@ -10,10 +10,14 @@ import {
   flowRecordSchema,
   flowReportSchema,
   flowUpdateDocSchema,
+  stepPathSchema,
+  stepPreviewQuerySchema,
 } from '../../../domain/flows/flow.schema.js';
 import { pagingSchema } from '../../../domain/shared/paging.js';
 import { parseInput } from '../../../domain/shared/validate.js';
-import { describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { describedOnly, describeRoute, idParams, pageOf } from '../../openapi/route-schema.js';
+import { isStarterRequest, starterRequestSchema } from '../../../domain/starters/starter-service.js';
+import { sendPreviewPage } from '../../plugins/security-headers.js';
 
 const flows = { tag: 'Flows', credential: 'apiKey' as const };
 type ById = { Params: { id: string } };
@@ -26,13 +30,17 @@ export function flowRoutes(services: Services) {
       {
         schema: describeRoute({
           ...flows,
-          summary: 'Create a flow (templates, filters and a segment trigger are checked: a 400 names the place)',
-          body: flowCreateDocSchema,
+          summary: 'Create a flow, or a draft from a starter with {"starter": id, "name"?} (templates, filters and a segment trigger are checked: a 400 names the place)',
+          // Either the record or a starter's id (checked by the domain, which tells them apart).
+          body: describedOnly(z.union([flowCreateDocSchema, starterRequestSchema])),
           replies: { 201: flowRecordSchema },
           errors: [400, 401],
         }),
       },
-      async (request, reply) => reply.code(201).send(await services.flows.create(request.workspaceId, request.body)),
+      async (request, reply) =>
+        reply
+          .code(201)
+          .send(await (isStarterRequest(request.body) ? services.starters.createFlow(request.workspaceId, request.body) : services.flows.create(request.workspaceId, request.body))),
     );
 
     app.get(
@@ -105,6 +113,22 @@ export function flowRoutes(services: Services) {
       '/flows/:id/report',
       { schema: describeRoute({ ...flows, summary: 'Delivery, engagement, attributed revenue (net) and enrolment outcomes', params: idParams, replies: { 200: flowReportSchema }, errors: [401, 404] }) },
       async (request) => services.flows.report(request.workspaceId, request.params.id),
+    );
+
+    app.get<{ Params: { id: string; path: string } }>(
+      '/flows/:id/steps/:path/preview.html',
+      {
+        schema: describeRoute({
+          ...flows,
+          summary: "An email step's message as a page for a browser (`path`: `2`, or `2.yes.0` in a step's list; the trigger as the contact's latest enrolment saw it)",
+          params: idParams.extend(stepPathSchema.shape),
+          query: stepPreviewQuerySchema,
+          replies: { 200: z.string().describe('text/html') },
+          errors: [400, 401, 404],
+        }),
+      },
+      async (request, reply) =>
+        sendPreviewPage(reply, (await services.flows.previewStep(request.workspaceId, request.params.id, { path: request.params.path }, request.query)).html),
     );
   };
 }
