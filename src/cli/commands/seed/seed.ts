@@ -8,7 +8,7 @@ import { MAX_PER_PAGE, type Page, type Paging } from '../../../domain/shared/pag
 import { shopifyCustomersExport } from '../../../domain/shopify/shopify-customers-export.js';
 import { shopifyOrdersExport } from '../../../domain/shopify/shopify-orders-export.js';
 import { runBatchFile } from '../../input/batch-file.js';
-import { formatOf, readCsvRows, readRecords } from '../../input/record-reader.js';
+import { formatOf, readCsvRows, readRecords, type ByteMeter } from '../../input/record-reader.js';
 import type { ImportRow } from '../../input/run-chunked.js';
 import { CancelledError, runCommand, withGlobalOptions, type CommandContext, type GlobalOptions } from '../../run-command.js';
 import { describeInit, initResult } from '../init.js';
@@ -65,7 +65,7 @@ const FIRST_PAGE: Paging = { page: 1, perPage: 1 };
 async function loadRows(
   context: CommandContext,
   file: string,
-  rows: AsyncIterable<ImportRow>,
+  rows: (meter: ByteMeter) => AsyncIterable<ImportRow>,
   handle: (records: Record<string, unknown>[]) => Promise<{ errors: Array<{ index: number; error: string }> }>,
 ): Promise<void> {
   const { summary, interrupted } = await runBatchFile(context, { file, rows, concurrency: '4', label: 'seeding' }, async (records) => ({
@@ -84,10 +84,10 @@ type RowFile = 'contacts' | 'products' | 'orders' | 'events';
  * A row file's rows: CSV or JSON Lines in emk's shapes, or with a platform its export, read as the `--format`
  * imports read it (the manifest allows only the exports emk reads).
  */
-function rowsOf(kind: RowFile, file: string, platform: FixturePlatform | undefined): AsyncIterable<ImportRow> {
-  if (!platform || kind === 'events') return readRecords(file);
-  if (kind === 'products') return productRows(file, { platform: platform.name, domain: platform.shopDomain });
-  return kind === 'contacts' ? shopifyCustomersExport(readCsvRows(file)) : shopifyOrdersExport(readCsvRows(file));
+function rowsOf(kind: RowFile, file: string, platform: FixturePlatform | undefined, meter?: ByteMeter): AsyncIterable<ImportRow> {
+  if (!platform || kind === 'events') return readRecords(file, meter);
+  if (kind === 'products') return productRows(file, { platform: platform.name, domain: platform.shopDomain }, meter);
+  return kind === 'contacts' ? shopifyCustomersExport(readCsvRows(file, meter)) : shopifyOrdersExport(readCsvRows(file, meter));
 }
 
 /**
@@ -171,7 +171,7 @@ async function loadFixtures(
   set: FixtureSet,
   shop: PlatformIntegration | null,
 ): Promise<DeliveryOutcome[]> {
-  const rows = (kind: RowFile, file: string) => rowsOf(kind, file, set.platform);
+  const rows = (kind: RowFile, file: string) => (meter?: ByteMeter) => rowsOf(kind, file, set.platform, meter);
   if (set.contacts) {
     await loadRows(context, set.contacts, rows('contacts', set.contacts), (records) => services.contacts.importContacts(workspaceId, records));
   }
@@ -184,7 +184,7 @@ async function loadFixtures(
       return { errors: outcomes.flatMap((outcome, index) => ('error' in outcome ? [{ index, error: outcome.error }] : [])) };
     });
   }
-  const anchor = await anchorOf(services, workspaceId, set.orders === undefined ? undefined : rows('orders', set.orders));
+  const anchor = await anchorOf(services, workspaceId, set.orders === undefined ? undefined : rows('orders', set.orders)());
   if (set.orders) {
     await loadRows(context, set.orders, rows('orders', set.orders), (records) =>
       services.orders.sync(workspaceId, { orders: records.map((r) => atOffset(r, 'ordered_at', anchor)) }),
