@@ -12,6 +12,8 @@ import { formatOf, readCsvRows, readRecords, type ByteMeter } from '../../input/
 import type { ImportRow } from '../../input/run-chunked.js';
 import { CancelledError, runCommand, withGlobalOptions, type CommandContext, type GlobalOptions } from '../../run-command.js';
 import { describeInit, initResult } from '../init.js';
+import { plural } from '../../plural.js';
+import { tellStory, type StoryOutcome } from './story.js';
 import { fromCsv, productRows } from '../products/import.js';
 import {
   atOffset,
@@ -53,6 +55,8 @@ type DeliveryOutcome = { file: string } & PlatformReply;
 type SeedResult = (ReturnType<typeof initResult> | { workspace_id: string; site_id: string; api_key: null; integration: null }) & {
   platform_integration: CreatedShopIntegration | null;
   deliveries: DeliveryOutcome[];
+  /** What the set's story added (null: the set has none, or mail is not captured); on a re-run all 0. */
+  story: StoryOutcome | null;
   counts: SeedCounts;
 };
 
@@ -238,7 +242,13 @@ function describeLoad(result: SeedResult): string[] {
     ...(shop ? [`${shop.platform.padEnd(11)}${shop.webhook_url} (secret ${shop.secret}: shown once)`] : []),
     ...(result.deliveries.length > 0 ? [`delivered  ${result.deliveries.length} webhook bodies: ${statuses.join(', ')}`] : []),
     ...result.deliveries.flatMap((d) => (d.warnings ?? []).map((warning) => `  ${d.file}: ${warning}`)),
-    `loaded     ${Object.entries(result.counts).map(([kind, n]) => `${n} ${kind}`).join(', ')}`,
+    ...(result.story
+      ? [
+          `story      campaign ${result.story.campaign_id} sent to ${plural(result.story.sent, 'recipient')}; added ${plural(result.story.opened, 'open')}, ` +
+            `${plural(result.story.clicked, 'click')} and ${plural(result.story.orders, 'attributed order')} (npx emk report revenue)`,
+        ]
+      : []),
+    `loaded     ${Object.entries(result.counts).map(([kind, n]) => plural(n, kind.slice(0, -1))).join(', ')}`,
   ];
 }
 
@@ -258,11 +268,13 @@ export function seedCommand(): Command {
         const workspace = created ? await services.workspaces.get(created.workspace_id) : await context.workspace();
         const shop = set.platform ? await shopIntegrationOf(services, workspace.id, set.platform) : null;
         const deliveries = await loadFixtures(context, services, workspace.id, set, shop?.integration ?? null);
+        const story = set.story ? await tellStory(services, workspace.id, set.story) : null;
         const counts = await countsOf(services, workspace.id);
         return {
           ...(created ?? { workspace_id: workspace.id, site_id: workspace.site_id, api_key: null, integration: null }),
           platform_integration: shop?.created ?? null,
           deliveries,
+          story,
           counts,
         };
       },
