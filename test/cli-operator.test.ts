@@ -111,7 +111,7 @@ for (const dialect of DIALECTS) {
       expect(after.find((k: { id: string }) => k.id === created.id).revoked_at).not.toBeNull();
       await expect(authenticate(created.key)).rejects.toThrow('invalid api key');
       // Another workspace's key, or none at all: not found.
-      expectOneLineFailure(await emk(['api-keys', 'revoke', created.id, '--workspace', second.workspace_id]), 1, /^emk: not found$/);
+      expectOneLineFailure(await emk(['api-keys', 'revoke', created.id, '--workspace', second.workspace_id]), 1, /^emk: API key \S+ not found$/);
     });
 
     it('every failure is one line without a stack, with the right exit code', async () => {

@@ -46,6 +46,12 @@ describeEachDatabase('import exit codes, --max-errors and progress', (h, dialect
     return path;
   };
   const emk = (args: string[]) => runEmk([...args, '--db', h().database.url, '--workspace', ws]);
+  /** A failure: nothing on stdout, one line on stderr. */
+  const failure = async (args: string[], code: number, stderr: RegExp) => {
+    const result = await emk(args);
+    expect([result.code, result.stdout], result.stderr).toEqual([code, '']);
+    expect(result.stderr).toMatch(stderr);
+  };
   const eventCount = async () => (await h().services.events.list(ws, {}, { page: 1, perPage: 1 })).meta.total;
 
   it('a file whose every row is refused exits 1 after its summary; one good row is enough for exit 0', async () => {
@@ -59,9 +65,16 @@ describeEachDatabase('import exit codes, --max-errors and progress', (h, dialect
     const mixed = await emk(['contacts', 'import', '--file', file('mixed.csv', ['email', 'ann@example.com', 'nope']), '--json']);
     expect([mixed.code, mixed.stderr]).toEqual([0, '']);
     expect(JSON.parse(mixed.stdout)).toMatchObject({ created: 1, errors: [{ line: 3 }] });
+  });
+
+  it('every import judges the same way (products, an empty file); counts read right', async () => {
 
     const products = await emk(['products', 'import', '--file', file('products.jsonl', [JSON.stringify({ external_id: 'p-1', title: 'Lamp', price: 'cheap' })])]);
     expect([products.code, products.stderr]).toEqual([1, 'emk: the only row was refused\n']);
+    // Counts read right: `1 row`, `1 contact`.
+    expect(products.stdout).toMatch(/^1 row: 0 inserted, 0 updated, 0 unchanged, 1 refused\n/);
+    const one = await emk(['contacts', 'import', '--file', file('one.csv', ['email', 'cy@example.com'])]);
+    expect([one.code, one.stdout]).toEqual([0, '1 contact created, 0 updated, 0 rows refused\n']);
     // An empty file refused nothing.
     expect((await emk(['sync-orders', '--file', file('empty.jsonl', [''])])).code).toBe(0);
   });
@@ -107,5 +120,22 @@ describeEachDatabase('import exit codes, --max-errors and progress', (h, dialect
     expect(screen).toMatch(/importing events from \S+tty\.csv/);
     expect(screen).toMatch(/done: 1,500 rows, [\d.]+ KB of [\d.]+ KB \(100 %\), [\d,]+ rows\/s/);
     expect(screen).toMatch(/1500 rows: 0 events stored, 1500 already stored, 0 rejected/);
+  });
+
+  it('not found names the noun and the id (exit 1)', async () => {
+    await failure(['campaigns', 'send', 'no-such-campaign'], 1, /^emk: campaign no-such-campaign not found\n$/);
+    await failure(['campaigns', 'show', 'nope'], 1, /^emk: campaign nope not found\n$/);
+    await failure(['feeds', 'preview', 'nope'], 1, /^emk: feed nope not found\n$/);
+    await failure(['api-keys', 'revoke', 'nope'], 1, /^emk: API key nope not found\n$/);
+    await failure(['attribution', 'recompute', '--order', 'nope'], 1, /^emk: order nope not found\n$/);
+    await failure(['contacts', 'erase', '--email', 'nobody@example.com', '--yes'], 1, /^emk: contact nobody@example.com not found\n$/);
+  });
+
+  it('usage errors exit 2: an unknown option, a missing required flag or argument, a --workspace that names nothing', async () => {
+    await failure(['sync-orders', '--file', 'x.jsonl', '--bogus'], 2, /unknown option '--bogus'/);
+    await failure(['events', 'import'], 2, /required option '--file <path>' not specified/);
+    await failure(['campaigns', 'send'], 2, /missing required argument 'id'/);
+    const unknown = await runEmk(['segments', 'list', '--db', h().database.url, '--workspace', 'Nowhere']);
+    expect([unknown.code, unknown.stderr]).toEqual([2, 'emk: workspace Nowhere not found (`npx emk workspaces list` shows them)\n']);
   });
 });

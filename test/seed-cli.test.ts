@@ -63,7 +63,7 @@ describeEachDatabase('emk seed', (h, dialect) => {
     const me = await h().request({ method: 'GET', url: '/api/v1/contacts?perPage=1', key: result.api_key });
     expect(me.statusCode).toBe(200);
     expect(me.json().meta.total).toBe(3000);
-  });
+  }, 60_000);
 
   it('has data where a newcomer looks: recent orders, rankings, a live flow, a segment with members, a campaign for it', async () => {
     const { services } = h();

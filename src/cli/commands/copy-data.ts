@@ -3,6 +3,7 @@ import { copyData, type DataCopyProgress, type DataCopyResult } from '../../doma
 import { startProgress } from '../progress.js';
 import { runCommand } from '../run-command.js';
 import { table } from '../table.js';
+import { plural } from '../plural.js';
 
 function render(result: DataCopyResult): string {
   const rows = table(
@@ -10,7 +11,7 @@ function render(result: DataCopyResult): string {
     Object.entries(result.tables).map(([name, count]) => [name, String(count)]),
     [1],
   );
-  return `${rows}\ncopied ${result.rows} rows in ${Object.keys(result.tables).length} tables; verified (row counts and checksums)`;
+  return `${rows}\ncopied ${plural(result.rows, 'row')} in ${plural(Object.keys(result.tables).length, 'table')}; verified (row counts and checksums)`;
 }
 
 /** `emk copy-data --from URL --to URL [--json]`: every row of one emk database into an empty other (docs/operations.md). */

@@ -79,7 +79,7 @@ export async function runBatchFile(
     progress.done('stopped');
     if (options.errors) writeErrorsCsv(options.errors, committed.errors);
     const reason = error instanceof Error ? error.message : String(error);
-    const told = `stopped after ${committed.rows} rows in committed chunks (re-running is safe): ${reason}`;
+    const told = `stopped after ${plural(committed.rows, 'row')} in committed chunks (re-running is safe): ${reason}`;
     // A domain error (a file that is not CSV) is told as it is; anything else keeps its text for EMK_DEBUG only.
     throw error instanceof EmkError ? new EmkError(told, error.code, error.httpStatus, error.exitCode) : new Error(told);
   } finally {

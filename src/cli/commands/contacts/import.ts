@@ -6,6 +6,7 @@ import { readCsvRows, type ByteMeter } from '../../input/record-reader.js';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { formatFlag, inputFile } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+import { plural } from '../../plural.js';
 
 interface ImportOptions extends GlobalOptions {
   file: string;
@@ -54,7 +55,7 @@ export function contactsImportCommand(): Command {
       },
       (s) =>
         [
-          `${options.dryRun ? 'dry run, nothing written: ' : ''}${s.created} contacts created, ${s.updated} updated, ${s.errors.length} rows refused`,
+          `${options.dryRun ? 'dry run, nothing written: ' : ''}${plural(s.created, 'contact')} created, ${s.updated} updated, ${plural(s.errors.length, 'row')} refused`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

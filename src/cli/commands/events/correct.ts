@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 import { importLimitsOption, lineErrors, runBatchFile } from '../../input/batch-file.js';
+import { plural } from '../../plural.js';
 
 interface CorrectOptions extends GlobalOptions {
   file: string;
@@ -52,7 +53,7 @@ export function eventsCorrectCommand(): Command {
       },
       (s) =>
         [
-          `${s.interrupted ? 'interrupted: ' : ''}${s.rows} rows: ${s.updated} corrected, ${s.inserted} inserted, ${s.skipped} already correct, ${s.errors.length} rejected`,
+          `${s.interrupted ? 'interrupted: ' : ''}${plural(s.rows, 'row')}: ${s.updated} corrected, ${s.inserted} inserted, ${s.skipped} already correct, ${s.errors.length} rejected`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 import { importLimitsOption, lineErrors, runBatchFile } from '../../input/batch-file.js';
+import { plural } from '../../plural.js';
 
 interface ImportOptions extends GlobalOptions {
   file: string;
@@ -64,7 +65,7 @@ export function eventsImportCommand(): Command {
       },
       (s) =>
         [
-          `${s.interrupted ? 'interrupted: ' : ''}${s.rows} rows: ${s.processed} events stored${s.backfill ? ' (backfill, no triggers)' : ''}, ${s.skipped} already stored, ${s.errors.length} rejected`,
+          `${s.interrupted ? 'interrupted: ' : ''}${plural(s.rows, 'row')}: ${plural(s.processed, 'event')} stored${s.backfill ? ' (backfill, no triggers)' : ''}, ${s.skipped} already stored, ${s.errors.length} rejected`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

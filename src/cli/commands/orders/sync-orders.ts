@@ -5,6 +5,7 @@ import { readCsvRows, readRecords, type ByteMeter } from '../../input/record-rea
 import { describeRowErrors, type RowError } from '../../input/run-chunked.js';
 import { formatFlag, inputFile } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+import { plural } from '../../plural.js';
 
 interface SyncOrdersOptions extends GlobalOptions {
   file: string;
@@ -62,8 +63,8 @@ export function syncOrdersCommand(): Command {
       (s) =>
         [
           s.dry_run
-            ? `dry run, nothing written: of ${s.rows} orders ${s.inserted} would be inserted, ${s.updated} updated, ${s.skipped} left unchanged, ${s.errors.length} rejected`
-            : `synced ${s.rows} orders: ${s.inserted} inserted, ${s.updated} updated, ${s.skipped} unchanged, ${s.errors.length} rejected`,
+            ? `dry run, nothing written: of ${plural(s.rows, 'order')} ${s.inserted} would be inserted, ${s.updated} updated, ${s.skipped} left unchanged, ${s.errors.length} rejected`
+            : `synced ${plural(s.rows, 'order')}: ${s.inserted} inserted, ${s.updated} updated, ${s.skipped} unchanged, ${s.errors.length} rejected`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

@@ -6,6 +6,7 @@ import { importLimitsOption, runBatchFile } from '../../input/batch-file.js';
 import { describeRowErrors, type ImportRow } from '../../input/run-chunked.js';
 import { formatFlag, inputFile, shopDomainFlag, type ExportFormat } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+import { plural } from '../../plural.js';
 
 interface ImportOptions extends GlobalOptions {
   file: string;
@@ -90,7 +91,7 @@ export function productsImportCommand(): Command {
       (result) => {
         const skipped = result.skipped > 0 ? `${result.skipped} skipped (not published), ` : '';
         return [
-          `${result.dry_run ? 'dry run, nothing written: ' : ''}${result.rows} rows: ${result.inserted} inserted, ` +
+          `${result.dry_run ? 'dry run, nothing written: ' : ''}${plural(result.rows, 'row')}: ${result.inserted} inserted, ` +
             `${result.updated} updated, ${result.unchanged} unchanged, ${skipped}${result.errors.length} refused`,
           ...describeRowErrors(result.errors),
         ].join('\n');

@@ -78,7 +78,7 @@ async function loadRows(
   }));
   if (interrupted) throw new CancelledError();
   const first = summary.errors[0];
-  if (first) throw new FixtureError(`${file} line ${first.line}: ${first.error} (${summary.errors.length} rows refused; the rest is loaded)`);
+  if (first) throw new FixtureError(`${file} line ${first.line}: ${first.error} (${plural(summary.errors.length, 'row')} refused; the rest is loaded)`);
 }
 
 /** The manifest keys naming row files. */
@@ -240,7 +240,7 @@ function describeLoad(result: SeedResult): string[] {
   const statuses = [...counted].map(([status, n]) => `${n} ${status}`);
   return [
     ...(shop ? [`${shop.platform.padEnd(11)}${shop.webhook_url} (secret ${shop.secret}: shown once)`] : []),
-    ...(result.deliveries.length > 0 ? [`delivered  ${result.deliveries.length} webhook bodies: ${statuses.join(', ')}`] : []),
+    ...(result.deliveries.length > 0 ? [`delivered  ${plural(result.deliveries.length, 'webhook body', 'webhook bodies')}: ${statuses.join(', ')}`] : []),
     ...result.deliveries.flatMap((d) => (d.warnings ?? []).map((warning) => `  ${d.file}: ${warning}`)),
     ...(result.story
       ? [
