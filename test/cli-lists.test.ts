@@ -115,8 +115,8 @@ describeEachDatabase('emk campaigns|flows|segments|messages|contacts list and sh
     const none = await emk(['segments', 'list'], { EMK_WORKSPACE: '' });
     expect(none.code).toBe(2);
     const unknown = await emk(['segments', 'list', '--workspace', 'Nobody']);
-    expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toBe('emk: workspace Nobody not found\n');
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toBe('emk: workspace Nobody not found (`npx emk workspaces list` shows them)\n');
 
     const twin = await h().workspace('Other shop');
     const ambiguous = await emk(['segments', 'list', '--workspace', 'Other shop']);

@@ -111,7 +111,7 @@ for (const dialect of DIALECTS) {
       expect(after.find((k: { id: string }) => k.id === created.id).revoked_at).not.toBeNull();
       await expect(authenticate(created.key)).rejects.toThrow('invalid api key');
       // Another workspace's key, or none at all: not found.
-      expectOneLineFailure(await emk(['api-keys', 'revoke', created.id, '--workspace', second.workspace_id]), 1, /^emk: not found$/);
+      expectOneLineFailure(await emk(['api-keys', 'revoke', created.id, '--workspace', second.workspace_id]), 1, /^emk: API key \S+ not found$/);
     });
 
     it('every failure is one line without a stack, with the right exit code', async () => {
@@ -129,7 +129,7 @@ for (const dialect of DIALECTS) {
       }
       const dry = await emk(['sync-orders', '--file', orders, '--dry-run', '--workspace', ws]);
       expect(dry.code, dry.stderr).toBe(0);
-      expect(dry.stdout.trim()).toBe('dry run, nothing written: of 1 orders 1 would be inserted, 0 updated, 0 left unchanged, 0 rejected');
+      expect(dry.stdout.trim()).toBe('dry run, nothing written: of 1 order 1 would be inserted, 0 updated, 0 left unchanged, 0 rejected');
     });
 
     it.skipIf(dialect !== 'postgres')('a PostgreSQL database that does not exist, or a server that does not answer, is one line in our words', async () => {

@@ -184,7 +184,7 @@ describeEachDatabase('data rights: erase, export, consent', (h) => {
 
     for (const args of [['export', '--email', 'nobody@example.com'], ['erase', '--email', 'nobody@example.com', '--yes']]) {
       const unknown = await emk(args);
-      expect([unknown.code, unknown.stdout, unknown.stderr.trim()]).toEqual([1, '', 'emk: contact not found']);
+      expect([unknown.code, unknown.stdout, unknown.stderr.trim()]).toEqual([1, '', 'emk: contact nobody@example.com not found']);
     }
     const bad = await emk(['export', '--email', 'not-an-email']);
     expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/--email/)]);

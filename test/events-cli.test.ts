@@ -153,7 +153,10 @@ for (const dialect of DIALECTS) {
     it('correct --upsert inserts unmatched rows; without it they are errors', async () => {
       const file = join(inject('tmpDir'), `upsert-${dialect}.csv`);
       writeFileSync(file, 'email,event_name,dedupe_key,source\nann@example.com,refund,r-1,pos\nghost@example.com,refund,r-2,pos\n');
-      const strict = await emk(['events', 'correct', '--file', file]);
+      // Every row refused: the summary, then exit 1.
+      const refused = await runEmk(['events', 'correct', '--file', file, '--db', database.url, '--json']);
+      expect([refused.code, refused.stderr]).toEqual([1, 'emk: all 2 rows were refused\n']);
+      const strict = JSON.parse(refused.stdout);
       expect(strict).toMatchObject({ rows: 2, updated: 0, inserted: 0 });
       expect(strict.errors).toEqual([
         { line: 2, error: 'no stored event matches email, event_name and dedupe_key' },

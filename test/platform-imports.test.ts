@@ -129,7 +129,10 @@ describeEachDatabase('platform export imports', (h, dialect) => {
       ]),
     ).toMatchObject({ inserted: 1 });
     expect(await orderOf(ws, 'r-2')).toMatchObject({ refunded_amount: 30, cancelled_at: '2026-01-07T00:00:00.000Z' });
-    const bad = await json(ws, ['sync-orders', '--file', file('bad-refund.jsonl', order({ external_id: 'r-3', refunded_amount: 'some' }))]);
+    // Its only row refused: the summary, then exit 1.
+    const refused = await emk(ws, ['sync-orders', '--file', file('bad-refund.jsonl', order({ external_id: 'r-3', refunded_amount: 'some' })), '--json']);
+    expect(refused.code).toBe(1);
+    const bad = JSON.parse(refused.stdout);
     expect(bad.errors).toEqual([{ line: 1, error: expect.stringMatching(/^invalid request: refunded_amount must be a number/) }]);
   });
 
@@ -339,7 +342,10 @@ describeEachDatabase('platform export imports', (h, dialect) => {
       { line: 6, error: 'price must be a number (got string)' },
     ]);
     const jsonl = file('lines-orders.jsonl', `\n${JSON.stringify({ email: 'ann@example.com' })}\n`);
-    expect((await json(ws, ['sync-orders', '--file', jsonl])).errors).toEqual([{ line: 2, error: expect.stringMatching(/^invalid request: external_id /) }]);
+    // Its only row refused: the summary, then exit 1.
+    const refused = await emk(ws, ['sync-orders', '--file', jsonl, '--json']);
+    expect([refused.code, refused.stderr]).toEqual([1, 'emk: the only row was refused\n']);
+    expect(JSON.parse(refused.stdout).errors).toEqual([{ line: 2, error: expect.stringMatching(/^invalid request: external_id /) }]);
 
     // An order of Shopify's export is refused at the line of its first row, counted past the multi-line note.
     const lines = readFileSync(SHOPIFY_ORDERS, 'utf8').split('\n');

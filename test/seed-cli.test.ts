@@ -5,7 +5,8 @@ import { expect, inject, it } from 'vitest';
 import { runEmk } from './helpers/cli.js';
 import { describeEachDatabase } from './helpers/harness.js';
 
-const DEMO_COUNTS = { contacts: 3000, products: 300, orders: 1200, events: 4000, campaigns: 1, flows: 1, segments: 1 };
+/** The demo's history; its story then adds orders (1 in 10 recipients buys after a click, 1 after an open) and email_opened/clicked events. */
+const DEMO_HISTORY = { contacts: 3000, products: 300, orders: 1200, events: 4000, campaigns: 1, flows: 1, segments: 1 };
 const DAY_MS = 86_400_000;
 
 type Row = Record<string, any>;
@@ -28,6 +29,9 @@ describeEachDatabase('emk seed', (h, dialect) => {
   };
   const page = { page: 1, perPage: 500 };
   let demo = '';
+  let story = { campaign_id: '', sent: 0, opened: 0, clicked: 0, orders: 0 };
+  let demoCounts: Record<string, number> = {};
+  let apiKey = '';
 
   it('loads fixtures/demo into a new workspace named by the set: init’s shape plus counts', async () => {
     const started = performance.now();
@@ -43,9 +47,18 @@ describeEachDatabase('emk seed', (h, dialect) => {
       console_login: { email: 'demo@example.com', password: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/) },
       platform_integration: null,
       deliveries: [],
-      counts: DEMO_COUNTS,
+      story: { campaign_id: expect.any(String), sent: expect.any(Number), opened: expect.any(Number), clicked: expect.any(Number), orders: expect.any(Number) },
+      counts: { ...DEMO_HISTORY, orders: expect.any(Number), events: expect.any(Number) },
     });
     demo = result.workspace_id;
+    apiKey = result.api_key;
+    story = result.story;
+    demoCounts = result.counts;
+    // Of every 10 recipients (by address) 4 open, 2 of them click, and 2 buy: one after a click, one after an open.
+    const tenths = (per10: number) => Math.floor(story.sent / 10) * per10 + Math.min(story.sent % 10, per10);
+    expect(story.sent).toBeGreaterThan(20);
+    expect(story).toMatchObject({ opened: tenths(4), clicked: tenths(2), orders: tenths(1) + (tenths(3) - tenths(2)) });
+    expect(result.counts).toMatchObject({ orders: 1200 + story.orders, events: 4000 + story.opened + story.clicked });
     // The console's demo login works (an owner of the demo workspace); the next seeded workspace gets its own.
     const signedIn = await h().services.users.openConsoleSession({ email: 'demo@example.com', password: result.console_login.password });
     expect(signedIn.user).toMatchObject({ workspaceId: demo, role: 'owner' });
@@ -54,7 +67,7 @@ describeEachDatabase('emk seed', (h, dialect) => {
     const me = await h().request({ method: 'GET', url: '/api/v1/contacts?perPage=1', key: result.api_key });
     expect(me.statusCode).toBe(200);
     expect(me.json().meta.total).toBe(3000);
-  });
+  }, 60_000);
 
   it('has data where a newcomer looks: recent orders, rankings, a live flow, a segment with members, a campaign for it', async () => {
     const { services } = h();
@@ -76,7 +89,31 @@ describeEachDatabase('emk seed', (h, dialect) => {
     expect(segment!.name).toBe('Repeat customers');
     expect(segment!.member_count).toBeGreaterThan(0);
     const [campaign] = (await services.campaigns.list(demo, page)).data;
-    expect(campaign).toMatchObject({ name: 'Autumn favourites', status: 'draft', segment_id: segment!.id });
+    expect(campaign).toMatchObject({ id: story.campaign_id, name: 'Autumn favourites', status: 'sent', segment_id: segment!.id, recipients: story.sent });
+  });
+
+  it('tells a story on first run: the campaign report and the revenue report show attributed orders and revenue (API)', async () => {
+    const { services } = h();
+    const report = await h().request({ method: 'GET', url: `/api/v1/campaigns/${story.campaign_id}/report`, key: apiKey });
+    expect(report.statusCode).toBe(200);
+    expect(report.json()).toMatchObject({ sent: story.sent, unique_opens: story.opened, unique_clicks: story.clicked, orders: story.orders });
+    expect(report.json().revenue).toBeGreaterThan(0);
+    const revenue = await h().request({ method: 'GET', url: '/api/v1/reports/revenue', key: apiKey });
+    expect(revenue.statusCode).toBe(200);
+    expect(revenue.json().data).toEqual([
+      expect.objectContaining({ campaign_id: story.campaign_id, orders: story.orders, revenue: report.json().revenue, currency: 'EUR' }),
+    ]);
+    // Through the normal rules: each story order is credited to its buyer's own message, by a click or an open.
+    const orders = [];
+    for (let n = 1; n <= 3; n++) orders.push(...(await services.orders.list(demo, {}, { page: n, perPage: 500 })).data.filter((o) => o.attributed_campaign_id === story.campaign_id));
+    expect(orders).toHaveLength(story.orders);
+    const messages = (await services.messages.list(demo, { campaign_id: story.campaign_id }, page)).data;
+    expect(messages.every((m) => m.status === 'captured')).toBe(true);
+    for (const order of orders) {
+      const message = messages.find((m) => m.contact_id === order.contact_id)!;
+      expect([message.clicked_at, message.opened_at]).toContain(order.ordered_at);
+      expect(Date.parse(order.ordered_at)).toBeLessThanOrEqual(Date.now());
+    }
   });
 
   it('re-running into the same workspace changes nothing', async () => {
@@ -100,7 +137,8 @@ describeEachDatabase('emk seed', (h, dialect) => {
       console_login: null,
       platform_integration: null,
       deliveries: [],
-      counts: DEMO_COUNTS,
+      story: { campaign_id: story.campaign_id, sent: story.sent, opened: 0, clicked: 0, orders: 0 },
+      counts: demoCounts,
     });
     expect(await snapshot()).toEqual(before);
     expect((await services.workspaces.list()).length).toBe(1);

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import type { Services } from '../domain/create-services.js';
-import { NotFoundError } from '../domain/errors.js';
 import type { Page } from '../domain/shared/paging.js';
+import { namingNotFound } from './not-found.js';
 import { pagingFlags } from './options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from './run-command.js';
 import { table } from './table.js';
@@ -65,12 +65,7 @@ export function showCommand<R extends object>(spec: { singular: string; get: (se
         async (context) => {
           const services = await context.services();
           const workspace = await context.workspace();
-          try {
-            return await spec.get(services, workspace.id, id);
-          } catch (error) {
-            if (error instanceof NotFoundError) throw new NotFoundError(`${spec.singular} ${id} not found`);
-            throw error;
-          }
+          return namingNotFound(spec.singular, id, () => spec.get(services, workspace.id, id));
         },
         (record) => table(['field', 'value'], Object.entries(record).map(([field, value]) => [field, shown(value)]), []),
       ),

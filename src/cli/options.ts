@@ -20,6 +20,9 @@ const wholeNumber = (min: number, max: number) =>
 /** `--concurrency`: chunks in flight, 1 to 64. */
 export const concurrencyFlag = (value: string) => flag('--concurrency', wholeNumber(1, 64), value);
 
+/** `--max-errors` of an import: the refused rows it tolerates, 0 or more. */
+export const maxErrorsFlag = (value: string) => flag('--max-errors', wholeNumber(0, Number.MAX_SAFE_INTEGER), value);
+
 /** `--port`, `--metrics-port`: 0 (any free port) to 65535. */
 export const portFlag = (value: string) => flag('--port', wholeNumber(0, 65_535), value);
 export const metricsPortFlag = (value: string) => flag('--metrics-port', wholeNumber(0, 65_535), value);

@@ -81,6 +81,8 @@ export interface CommandContext {
   workspace(): Promise<Workspace>;
   /** Progress and notes: stderr, and only for a person. */
   log(message: string): void;
+  /** The command failed though its output is printed (an import that refused every row): `emk: <message>`, exit 1. */
+  fail(message: string): void;
 }
 
 /**
@@ -95,6 +97,7 @@ export async function runCommand<T>(
   { createsDatabase = false }: { createsDatabase?: boolean } = {},
 ): Promise<void> {
   let services: Services | null = null;
+  let failure: string | null = null;
   const json = options.json === true;
   try {
     const port = options.port === undefined ? undefined : portFlag(options.port);
@@ -126,9 +129,16 @@ export async function runCommand<T>(
       log(message) {
         if (interactive) process.stderr.write(`${message}\n`);
       },
+      fail(message) {
+        failure = message;
+      },
     };
     const result = await action(context);
     if (result !== WRITTEN) process.stdout.write(json ? `${JSON.stringify(result)}\n` : `${render(result)}\n`);
+    if (failure !== null) {
+      process.stderr.write(`emk: ${failure}\n`);
+      process.exitCode = 1;
+    }
   } catch (error) {
     process.stderr.write(`emk: ${describeFailure(error).replace(/\s*\n\s*/g, debugging() ? '\n' : ' ')}\n`);
     process.exitCode = error instanceof EmkError ? error.exitCode : 1;

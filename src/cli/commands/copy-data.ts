@@ -1,8 +1,9 @@
 import { Command } from 'commander';
-import { copyData, type DataCopyResult } from '../../domain/data-copy/data-copy.js';
+import { copyData, type DataCopyProgress, type DataCopyResult } from '../../domain/data-copy/data-copy.js';
 import { startProgress } from '../progress.js';
 import { runCommand } from '../run-command.js';
 import { table } from '../table.js';
+import { plural } from '../plural.js';
 
 function render(result: DataCopyResult): string {
   const rows = table(
@@ -10,7 +11,7 @@ function render(result: DataCopyResult): string {
     Object.entries(result.tables).map(([name, count]) => [name, String(count)]),
     [1],
   );
-  return `${rows}\ncopied ${result.rows} rows in ${Object.keys(result.tables).length} tables; verified (row counts and checksums)`;
+  return `${rows}\ncopied ${plural(result.rows, 'row')} in ${plural(Object.keys(result.tables).length, 'table')}; verified (row counts and checksums)`;
 }
 
 /** `emk copy-data --from URL --to URL [--json]`: every row of one emk database into an empty other (docs/operations.md). */
@@ -22,11 +23,20 @@ export function copyDataCommand(): Command {
     .option('--json', 'machine-readable output on stdout')
     .action((options: { from: string; to: string; json?: boolean }) =>
       runCommand({ json: options.json }, async (context) => {
-        const progress = startProgress(context.interactive, 'copying');
+        // One progress line a phase (copying, then verifying: reading both sides back), each with its own rate.
+        let phase: DataCopyProgress['phase'] | null = null;
+        let progress = startProgress(false, '');
         const result = await copyData(options.from, options.to, {
-          onProgress: (p) => progress.update(`${p.phase} ${p.table}: ${p.copied}/${p.total} rows (${p.copiedAll}/${p.totalAll} in all)`),
+          onProgress: (p) => {
+            if (p.phase !== phase) {
+              if (phase) progress.done(`${phase} done`);
+              phase = p.phase;
+              progress = startProgress(context.interactive, p.phase);
+            }
+            progress.update({ rows: p.copiedAll, totalRows: p.totalAll, note: `${p.table} (${p.copied} of ${p.total})` });
+          },
         });
-        progress.done(`copied ${result.rows} rows`);
+        progress.done('copied and verified', { rows: result.rows, totalRows: result.rows });
         return result;
       }, render),
     );

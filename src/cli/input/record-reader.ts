@@ -13,6 +13,18 @@ export type InputRow = { line: number; record: Record<string, unknown> } | { lin
 
 export type InputFormat = 'csv' | 'jsonl';
 
+/** Bytes a reader has read of its file so far, for the progress line (a second pass over the file starts again). */
+export interface ByteMeter {
+  read: number;
+}
+
+/** A file's read stream, counting into `meter` as it goes. */
+function openCounted(path: string, meter?: ByteMeter) {
+  const stream = createReadStream(path);
+  if (meter) stream.on('data', () => (meter.read = stream.bytesRead));
+  return stream;
+}
+
 export function formatOf(path: string): InputFormat {
   const ext = extname(path).toLowerCase();
   if (ext === '.csv') return 'csv';
@@ -69,8 +81,8 @@ function lineBreaks(text: string, leadingOnly = false): number {
  * raw text (which holds the blank lines skipped before it), so a quoted field spanning lines moves the count on
  * by the lines it spans.
  */
-export async function* readCsvRows(path: string): AsyncGenerator<ExportRow> {
-  const parser = createReadStream(path).pipe(parse({ bom: true, raw: true, relax_column_count: true, skip_empty_lines: true }));
+export async function* readCsvRows(path: string, meter?: ByteMeter): AsyncGenerator<ExportRow> {
+  const parser = openCounted(path, meter).pipe(parse({ bom: true, raw: true, relax_column_count: true, skip_empty_lines: true }));
   let header: string[] | null = null;
   let linesBefore = 0;
   for await (const { record, raw } of csvRecords(parser)) {
@@ -102,12 +114,12 @@ async function* csvRecords(parser: AsyncIterable<unknown>): AsyncGenerator<{ rec
 }
 
 /** Streams a CSV or JSON Lines file row by row: memory stays flat whatever the file's size. */
-export async function* readRecords(path: string, format: InputFormat = formatOf(path)): AsyncGenerator<InputRow> {
+export async function* readRecords(path: string, meter?: ByteMeter, format: InputFormat = formatOf(path)): AsyncGenerator<InputRow> {
   if (format === 'csv') {
-    for await (const { line, cells } of readCsvRows(path)) yield { line, record: nestCsvRecord(cells) };
+    for await (const { line, cells } of readCsvRows(path, meter)) yield { line, record: nestCsvRecord(cells) };
     return;
   }
-  const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity });
+  const lines = createInterface({ input: openCounted(path, meter), crlfDelay: Infinity });
   let line = 0;
   for await (const text of lines) {
     line++;

@@ -23,6 +23,8 @@ export interface ChunkedSummary {
   rows: number;
   counts: Record<string, number>;
   errors: RowError[];
+  /** Reading stopped before the end of the file because more rows than `maxErrors` were refused. */
+  stoppedByErrors?: boolean;
 }
 
 /** A row the domain function is handed, at its file line. */
@@ -58,15 +60,21 @@ export async function runChunked(
     onProgress?: (summary: ChunkedSummary) => void;
     /** Stops reading when aborted (Ctrl-C): chunks in flight still commit, the summary says how far it got. */
     signal?: AbortSignal;
+    /** Stops reading (as Ctrl-C does) once more rows than this were refused (`--max-errors`). */
+    maxErrors?: number;
   },
 ): Promise<ChunkedSummary> {
-  const { chunkSize = 1000, concurrency = 4, handle, onProgress, signal } = options;
+  const { chunkSize = 1000, concurrency = 4, handle, onProgress, signal, maxErrors = Infinity } = options;
   const summary: ChunkedSummary = { rows: 0, counts: {}, errors: [] };
   const inFlight = new Set<Promise<void>>();
   let failure: unknown = null;
 
   for await (const rows of chunksOf(source, chunkSize)) {
     if (failure || signal?.aborted) break;
+    if (summary.errors.length > maxErrors) {
+      summary.stoppedByErrors = true;
+      break;
+    }
     const task = (async () => {
       const outcome = await handle(rows);
       summary.rows += rows.length;

@@ -96,7 +96,8 @@ export function createWorkspaceService(deps: {
         if (named.length > 1) {
           throw new UsageError(`${named.length} workspaces are named ${JSON.stringify(reference)}: pass one of their ids (${named.map((w) => w.id).join(', ')})`);
         }
-        throw new NotFoundError(`workspace ${reference} not found`);
+        // A flag (or EMK_WORKSPACE) that names nothing: a usage error, exit 2.
+        throw new UsageError(`workspace ${reference} not found (\`npx emk workspaces list\` shows them)`);
       }
       if (all.length === 1) return all[0]!;
       throw new UsageError(

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import type { ApiKey } from '../../../domain/api-keys/api-key-service.js';
+import { namingNotFound } from '../../not-found.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
 const describeKey = (key: ApiKey) =>
@@ -43,7 +44,8 @@ function apiKeysRevokeCommand(): Command {
         options,
         async (context) => {
           const workspace = await context.workspace();
-          await (await context.services()).apiKeys.revoke(workspace.id, id);
+          const services = await context.services();
+          await namingNotFound('API key', id, () => services.apiKeys.revoke(workspace.id, id));
           return { id, revoked: true };
         },
         () => `revoked ${id}`,

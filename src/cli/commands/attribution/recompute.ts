@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { UsageError } from '../../../domain/errors.js';
 import { parseTimestamp } from '../../../domain/shared/time.js';
+import { namingNotFound } from '../../not-found.js';
+import { plural } from '../../plural.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
 interface RecomputeFlags extends GlobalOptions {
@@ -28,12 +30,15 @@ export function attributionRecomputeCommand(): Command {
         const since = flags.since === undefined ? undefined : parseSince(flags.since);
         const workspace = await context.workspace();
         context.log(`re-attributing the orders of ${workspace.name}…`);
-        return (await context.services()).attribution.recompute(workspace.id, {
-          ...(since !== undefined ? { since } : {}),
-          ...(flags.order !== undefined ? { orderId: flags.order } : {}),
-        });
+        const services = await context.services();
+        const recompute = () =>
+          services.attribution.recompute(workspace.id, {
+            ...(since !== undefined ? { since } : {}),
+            ...(flags.order !== undefined ? { orderId: flags.order } : {}),
+          });
+        return flags.order === undefined ? recompute() : namingNotFound('order', flags.order, recompute);
       },
-      ({ examined, changed }) => `${changed} ${changed === 1 ? 'order' : 'orders'} changed (${examined} examined)`,
+      ({ examined, changed }) => `${plural(changed, 'order')} changed (${examined} examined)`,
     ),
   );
 }

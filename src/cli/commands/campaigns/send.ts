@@ -1,7 +1,9 @@
 import { Command } from 'commander';
 import type { SendReport } from '../../../domain/shared/send-report.js';
 import { startWorker, workerOptionsFor } from '../../../worker/worker.js';
+import { namingNotFound } from '../../not-found.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+import { plural } from '../../plural.js';
 
 interface SendOptions extends GlobalOptions {
   at?: string;
@@ -29,7 +31,8 @@ export function campaignsSendCommand(): Command {
       async (context) => {
         const services = await context.services();
         const workspace = await context.workspace();
-        const started = await services.campaigns.send(workspace.id, id, options.at === undefined ? {} : { send_at: options.at });
+        const body = options.at === undefined ? {} : { send_at: options.at };
+        const started = await namingNotFound('campaign', id, () => services.campaigns.send(workspace.id, id, body));
         // An A/B test's group is worked through here too; its winner goes after the wait, from a running worker.
         if ((started.status !== 'sending' && started.status !== 'testing') || options.detach) return { ...started, report: null };
         const worker = startWorker(workerOptionsFor(services));
@@ -49,7 +52,7 @@ export function campaignsSendCommand(): Command {
       },
       (result) =>
         result.report === null
-          ? `campaign ${result.id} ${result.status}${result.recipients === null ? '' : ` to ${result.recipients} recipient(s)`}`
+          ? `campaign ${result.id} ${result.status}${result.recipients === null ? '' : ` to ${plural(result.recipients, 'recipient')}`}`
           : `campaign ${result.id} ${result.status}: ${result.report.sent} sent, ${result.report.failed} failed, ${result.report.skipped} skipped`,
     ),
   );

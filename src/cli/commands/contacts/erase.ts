@@ -2,6 +2,7 @@ import * as prompts from '@clack/prompts';
 import { Command } from 'commander';
 import { UsageError } from '../../../domain/errors.js';
 import { emailFlag } from '../../options.js';
+import { namingNotFound } from '../../not-found.js';
 import { CancelledError, runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 
 interface EraseOptions extends GlobalOptions {
@@ -27,7 +28,7 @@ export function contactsEraseCommand(): Command {
         if (!options.yes && !context.interactive) throw new UsageError('erasing cannot be undone: pass --yes to confirm it');
         const services = await context.services();
         const workspace = await context.workspace();
-        const contact = await services.dataRights.find(workspace.id, email);
+        const contact = await namingNotFound('contact', email, () => services.dataRights.find(workspace.id, email));
         if (!options.yes) {
           const answer = await prompts.confirm({ message: `Erase ${contact.email} (${contact.id})? This cannot be undone.`, initialValue: false });
           if (prompts.isCancel(answer) || !answer) throw new CancelledError();

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { emailFlag } from '../../options.js';
+import { namingNotFound } from '../../not-found.js';
 import { runCommand, withGlobalOptions, writeStreamed, type GlobalOptions } from '../../run-command.js';
 
 interface ExportOptions extends GlobalOptions {
@@ -22,7 +23,7 @@ export function contactsExportCommand(): Command {
         const email = emailFlag(options.email);
         const services = await context.services();
         const workspace = await context.workspace();
-        return writeStreamed(await services.dataRights.exportJson(workspace.id, (await services.dataRights.find(workspace.id, email)).id));
+        return writeStreamed(await services.dataRights.exportJson(workspace.id, (await namingNotFound('contact', email, () => services.dataRights.find(workspace.id, email))).id));
       },
       () => '',
     ),

@@ -1,17 +1,19 @@
 import { Command } from 'commander';
 import { rowField } from '../../../domain/shared/validate.js';
 import { shopifyCustomersExport } from '../../../domain/shopify/shopify-customers-export.js';
-import { runBatchFile } from '../../input/batch-file.js';
-import { readCsvRows } from '../../input/record-reader.js';
+import { importLimitsOption, runBatchFile } from '../../input/batch-file.js';
+import { readCsvRows, type ByteMeter } from '../../input/record-reader.js';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { formatFlag, inputFile } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
+import { plural } from '../../plural.js';
 
 interface ImportOptions extends GlobalOptions {
   file: string;
   format?: string;
   dryRun?: boolean;
   concurrency: string;
+  maxErrors?: string;
 }
 
 /** CONTRACT §2: `created` new contacts, `updated` existing ones whose properties changed, refused rows. */
@@ -23,19 +25,20 @@ interface ContactImportSummary {
 
 /** Contact list import (docs/cli.md, Contact lists): POST /contacts per row, 1000 rows a committed chunk. */
 export function contactsImportCommand(): Command {
-  return withGlobalOptions(
+  return withGlobalOptions(importLimitsOption(
     new Command('import')
       .description('import a contact list from CSV or JSON Lines (idempotent by email; consent status and suppressions)')
       .requiredOption('--file <path>', 'the .csv or .jsonl file')
       .option('--format <format>', "shopify: Shopify's customers export")
       .option('--dry-run', 'write nothing; count what would be created and updated')
       .option('--concurrency <n>', 'chunks in flight', '4'),
-  ).action((options: ImportOptions) =>
+  )).action((options: ImportOptions) =>
     runCommand(
       options,
       async (context): Promise<ContactImportSummary> => {
         const format = formatFlag(options.format, ['shopify']);
-        const rows = format === 'shopify' ? shopifyCustomersExport(readCsvRows(inputFile(options.file, format))) : undefined;
+        const file = inputFile(options.file, format);
+        const rows = format === 'shopify' ? (meter: ByteMeter) => shopifyCustomersExport(readCsvRows(file, meter)) : undefined;
         const services = await context.services();
         const workspace = await context.workspace();
         const dryRun = options.dryRun === true;
@@ -52,7 +55,7 @@ export function contactsImportCommand(): Command {
       },
       (s) =>
         [
-          `${options.dryRun ? 'dry run, nothing written: ' : ''}${s.created} contacts created, ${s.updated} updated, ${s.errors.length} rows refused`,
+          `${options.dryRun ? 'dry run, nothing written: ' : ''}${plural(s.created, 'contact')} created, ${s.updated} updated, ${plural(s.errors.length, 'row')} refused`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

@@ -1,13 +1,15 @@
 import { Command } from 'commander';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
-import { lineErrors, runBatchFile } from '../../input/batch-file.js';
+import { importLimitsOption, lineErrors, runBatchFile } from '../../input/batch-file.js';
+import { plural } from '../../plural.js';
 
 interface CorrectOptions extends GlobalOptions {
   file: string;
   upsert?: boolean;
   errors?: string;
   concurrency: string;
+  maxErrors?: string;
 }
 
 /** `rows` read = `updated` + `inserted` + `skipped` (already correct) + `errors`, unless `interrupted`. */
@@ -22,14 +24,14 @@ interface EventCorrectSummary {
 
 /** Batch correction with the semantics of PUT /api/v1/events/batch; re-running it changes nothing. */
 export function eventsCorrectCommand(): Command {
-  return withGlobalOptions(
+  return withGlobalOptions(importLimitsOption(
     new Command('correct')
       .description('correct stored events matched by email + event_name + dedupe_key (PUT /api/v1/events/batch semantics)')
       .requiredOption('--file <path>', 'the .csv or .jsonl file')
       .option('--upsert', 'insert rows that match no stored event')
       .option('--errors <out.csv>', 'write rejected rows (line, email, event_name, error) to this CSV file')
       .option('--concurrency <n>', 'chunks in flight', '4'),
-  ).action((options: CorrectOptions) =>
+  )).action((options: CorrectOptions) =>
     runCommand(
       options,
       async (context): Promise<EventCorrectSummary> => {
@@ -51,7 +53,7 @@ export function eventsCorrectCommand(): Command {
       },
       (s) =>
         [
-          `${s.interrupted ? 'interrupted: ' : ''}${s.rows} rows: ${s.updated} corrected, ${s.inserted} inserted, ${s.skipped} already correct, ${s.errors.length} rejected`,
+          `${s.interrupted ? 'interrupted: ' : ''}${plural(s.rows, 'row')}: ${s.updated} corrected, ${s.inserted} inserted, ${s.skipped} already correct, ${s.errors.length} rejected`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

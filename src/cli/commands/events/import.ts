@@ -1,13 +1,15 @@
 import { Command } from 'commander';
 import { describeRowErrors } from '../../input/run-chunked.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
-import { lineErrors, runBatchFile } from '../../input/batch-file.js';
+import { importLimitsOption, lineErrors, runBatchFile } from '../../input/batch-file.js';
+import { plural } from '../../plural.js';
 
 interface ImportOptions extends GlobalOptions {
   file: string;
   errors?: string;
   backfill?: boolean;
   concurrency: string;
+  maxErrors?: string;
 }
 
 /** `rows` read = `processed` + `skipped` (dedupe_key already stored) + `errors`, unless `interrupted`. */
@@ -30,14 +32,14 @@ function foldDedupeKey(record: Record<string, unknown>): Record<string, unknown>
 
 /** Batch event import with the semantics of POST /api/v1/events/batch, 1000 rows a committed chunk. */
 export function eventsImportCommand(): Command {
-  return withGlobalOptions(
+  return withGlobalOptions(importLimitsOption(
     new Command('import')
       .description('import events of existing contacts from CSV or JSON Lines (POST /api/v1/events/batch semantics)')
       .requiredOption('--file <path>', 'the .csv or .jsonl file')
       .option('--errors <out.csv>', 'write rejected rows (line, email, event_name, error) to this CSV file')
       .option('--backfill', 'store history without firing flow triggers')
       .option('--concurrency <n>', 'chunks in flight', '4'),
-  ).action((options: ImportOptions) =>
+  )).action((options: ImportOptions) =>
     runCommand(
       options,
       async (context): Promise<EventImportSummary> => {
@@ -63,7 +65,7 @@ export function eventsImportCommand(): Command {
       },
       (s) =>
         [
-          `${s.interrupted ? 'interrupted: ' : ''}${s.rows} rows: ${s.processed} events stored${s.backfill ? ' (backfill, no triggers)' : ''}, ${s.skipped} already stored, ${s.errors.length} rejected`,
+          `${s.interrupted ? 'interrupted: ' : ''}${plural(s.rows, 'row')}: ${plural(s.processed, 'event')} stored${s.backfill ? ' (backfill, no triggers)' : ''}, ${s.skipped} already stored, ${s.errors.length} rejected`,
           ...describeRowErrors(s.errors),
         ].join('\n'),
     ),

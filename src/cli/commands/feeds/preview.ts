@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { UsageError, ValidationError } from '../../../domain/errors.js';
 import type { FeedReply } from '../../../domain/feeds/feed-service.js';
+import { namingNotFound } from '../../not-found.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 import { describeFeed, describeProduct } from './format.js';
 
@@ -23,7 +24,7 @@ export function feedsPreviewCommand(): Command {
         const services = await context.services();
         const workspace = await context.workspace();
         try {
-          return await services.feeds.get(workspace.id, id, { preview: options.n });
+          return await namingNotFound('feed', id, () => services.feeds.get(workspace.id, id, { preview: options.n }));
         } catch (error) {
           if (error instanceof ValidationError) throw new UsageError(error.message.replace('preview', '--n'));
           throw error;

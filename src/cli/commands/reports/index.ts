@@ -3,6 +3,7 @@ import type { DeliverabilityReport } from '../../../domain/reports/report.schema
 import { daysFlag } from '../../options.js';
 import { runCommand, withGlobalOptions, type GlobalOptions } from '../../run-command.js';
 import { table } from '../../table.js';
+import { plural } from '../../plural.js';
 
 interface RevenueOptions extends GlobalOptions {
   from?: string;
@@ -60,7 +61,7 @@ function deliverabilityCommand(): Command {
         return services.reports.deliverability(workspace.id, days === undefined ? {} : { days });
       },
       ({ days, data }: DeliverabilityReport) => {
-        if (data.length === 0) return `no campaign or flow messages sent in the last ${days} days`;
+        if (data.length === 0) return `no campaign or flow messages sent in the last ${plural(days, 'day')}`;
         const rows = data.map((r) => [
           r.flags.length > 0 ? '!' : '',
           r.campaign_id ? 'campaign' : 'flow',

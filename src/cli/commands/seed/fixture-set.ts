@@ -28,6 +28,37 @@ const EXPORTS: Record<NativePlatform, ReadonlyArray<'contacts' | 'products' | 'o
   woocommerce: ['products'],
 };
 
+const count = z.number().int('must be a whole number').min(0, 'must be at least 0');
+
+/**
+ * `story` of a manifest: the set's campaign sent now, then of every `every` recipients (by address) the first
+ * `opened` open it, the first `clicked` of those click, the first `ordered_after_click` clickers and the first
+ * `ordered_after_open` openers who did not click buy `items[i % items.length]` (fixtures/demo/README.md).
+ */
+const storySchema = z
+  .strictObject({
+    campaign: z.string().trim().min(1, 'must not be empty'),
+    every: count.min(1, 'must be at least 1'),
+    opened: count,
+    clicked: count,
+    ordered_after_click: count,
+    ordered_after_open: count,
+    order_prefix: z.string().trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
+    currency: z.string().trim().length(3, 'must be a 3-letter currency code'),
+    items: z
+      .array(z.strictObject({ external_id: z.string().trim().min(1), title: z.string().trim().min(1), quantity: count.min(1), price: z.number().min(0) }))
+      .min(1, 'must list at least one item'),
+  })
+  .superRefine((story, ctx) => {
+    const rule = (ok: boolean, path: string, message: string) => ok || ctx.addIssue({ code: 'custom', path: [path], message });
+    rule(story.opened <= story.every, 'opened', 'must be at most every');
+    rule(story.clicked <= story.opened, 'clicked', 'must be at most opened');
+    rule(story.ordered_after_click <= story.clicked, 'ordered_after_click', 'must be at most clicked');
+    rule(story.clicked + story.ordered_after_open <= story.opened, 'ordered_after_open', 'must be at most opened minus clicked');
+  });
+
+export type FixtureStory = z.output<typeof storySchema>;
+
 /**
  * `manifest.json` (fixtures/demo/README.md): the workspace's name and domain, then each file, all optional. With
  * `platform`, the row files are the platform's exports and `deliveries` its webhook bodies.
@@ -45,6 +76,7 @@ const manifestSchema = z
     segments: z.array(fileName).default([]),
     campaigns: z.array(fileName).default([]),
     flows: z.array(fileName).default([]),
+    story: storySchema.optional(),
   })
   .superRefine((manifest, ctx) => {
     const { platform } = manifest;
@@ -82,6 +114,7 @@ export interface FixtureSet {
   segments: NamedBody[];
   campaigns: NamedBody[];
   flows: NamedBody[];
+  story?: FixtureStory;
 }
 
 export const DEFAULT_FIXTURES = join(PACKAGE_ROOT, 'fixtures', 'demo');
@@ -125,6 +158,7 @@ export function loadFixtureSet(dir: string): FixtureSet {
     segments: documents(manifest.segments),
     campaigns: documents(manifest.campaigns),
     flows: documents(manifest.flows),
+    ...(manifest.story ? { story: manifest.story } : {}),
   };
 }
 

@@ -9,10 +9,12 @@ import { MAX_PER_PAGE, type Page, type Paging } from '../../../domain/shared/pag
 import { shopifyCustomersExport } from '../../../domain/shopify/shopify-customers-export.js';
 import { shopifyOrdersExport } from '../../../domain/shopify/shopify-orders-export.js';
 import { runBatchFile } from '../../input/batch-file.js';
-import { formatOf, readCsvRows, readRecords } from '../../input/record-reader.js';
+import { formatOf, readCsvRows, readRecords, type ByteMeter } from '../../input/record-reader.js';
 import type { ImportRow } from '../../input/run-chunked.js';
 import { CancelledError, runCommand, withGlobalOptions, type CommandContext, type GlobalOptions } from '../../run-command.js';
 import { describeInit, initResult } from '../init.js';
+import { plural } from '../../plural.js';
+import { tellStory, type StoryOutcome } from './story.js';
 import { fromCsv, productRows } from '../products/import.js';
 import {
   atOffset,
@@ -56,6 +58,8 @@ type SeedResult = (ReturnType<typeof initResult> | { workspace_id: string; site_
   console_login: ConsoleLogin | null;
   platform_integration: CreatedShopIntegration | null;
   deliveries: DeliveryOutcome[];
+  /** What the set's story added (null: the set has none, or mail is not captured); on a re-run all 0. */
+  story: StoryOutcome | null;
   counts: SeedCounts;
 };
 
@@ -91,7 +95,7 @@ async function consoleLoginOf(services: Services, workspace: { id: string; site_
 async function loadRows(
   context: CommandContext,
   file: string,
-  rows: AsyncIterable<ImportRow>,
+  rows: (meter: ByteMeter) => AsyncIterable<ImportRow>,
   handle: (records: Record<string, unknown>[]) => Promise<{ errors: Array<{ index: number; error: string }> }>,
 ): Promise<void> {
   const { summary, interrupted } = await runBatchFile(context, { file, rows, concurrency: '4', label: 'seeding' }, async (records) => ({
@@ -100,7 +104,7 @@ async function loadRows(
   }));
   if (interrupted) throw new CancelledError();
   const first = summary.errors[0];
-  if (first) throw new FixtureError(`${file} line ${first.line}: ${first.error} (${summary.errors.length} rows refused; the rest is loaded)`);
+  if (first) throw new FixtureError(`${file} line ${first.line}: ${first.error} (${plural(summary.errors.length, 'row')} refused; the rest is loaded)`);
 }
 
 /** The manifest keys naming row files. */
@@ -110,10 +114,10 @@ type RowFile = 'contacts' | 'products' | 'orders' | 'events';
  * A row file's rows: CSV or JSON Lines in emk's shapes, or with a platform its export, read as the `--format`
  * imports read it (the manifest allows only the exports emk reads).
  */
-function rowsOf(kind: RowFile, file: string, platform: FixturePlatform | undefined): AsyncIterable<ImportRow> {
-  if (!platform || kind === 'events') return readRecords(file);
-  if (kind === 'products') return productRows(file, { platform: platform.name, domain: platform.shopDomain });
-  return kind === 'contacts' ? shopifyCustomersExport(readCsvRows(file)) : shopifyOrdersExport(readCsvRows(file));
+function rowsOf(kind: RowFile, file: string, platform: FixturePlatform | undefined, meter?: ByteMeter): AsyncIterable<ImportRow> {
+  if (!platform || kind === 'events') return readRecords(file, meter);
+  if (kind === 'products') return productRows(file, { platform: platform.name, domain: platform.shopDomain }, meter);
+  return kind === 'contacts' ? shopifyCustomersExport(readCsvRows(file, meter)) : shopifyOrdersExport(readCsvRows(file, meter));
 }
 
 /**
@@ -197,7 +201,7 @@ async function loadFixtures(
   set: FixtureSet,
   shop: PlatformIntegration | null,
 ): Promise<DeliveryOutcome[]> {
-  const rows = (kind: RowFile, file: string) => rowsOf(kind, file, set.platform);
+  const rows = (kind: RowFile, file: string) => (meter?: ByteMeter) => rowsOf(kind, file, set.platform, meter);
   if (set.contacts) {
     await loadRows(context, set.contacts, rows('contacts', set.contacts), (records) => services.contacts.importContacts(workspaceId, records));
   }
@@ -210,7 +214,7 @@ async function loadFixtures(
       return { errors: outcomes.flatMap((outcome, index) => ('error' in outcome ? [{ index, error: outcome.error }] : [])) };
     });
   }
-  const anchor = await anchorOf(services, workspaceId, set.orders === undefined ? undefined : rows('orders', set.orders));
+  const anchor = await anchorOf(services, workspaceId, set.orders === undefined ? undefined : rows('orders', set.orders)());
   if (set.orders) {
     await loadRows(context, set.orders, rows('orders', set.orders), (records) =>
       services.orders.sync(workspaceId, { orders: records.map((r) => atOffset(r, 'ordered_at', anchor)) }),
@@ -262,9 +266,15 @@ function describeLoad(result: SeedResult): string[] {
   const statuses = [...counted].map(([status, n]) => `${n} ${status}`);
   return [
     ...(shop ? [`${shop.platform.padEnd(11)}${shop.webhook_url} (secret ${shop.secret}: shown once)`] : []),
-    ...(result.deliveries.length > 0 ? [`delivered  ${result.deliveries.length} webhook bodies: ${statuses.join(', ')}`] : []),
+    ...(result.deliveries.length > 0 ? [`delivered  ${plural(result.deliveries.length, 'webhook body', 'webhook bodies')}: ${statuses.join(', ')}`] : []),
     ...result.deliveries.flatMap((d) => (d.warnings ?? []).map((warning) => `  ${d.file}: ${warning}`)),
-    `loaded     ${Object.entries(result.counts).map(([kind, n]) => `${n} ${kind}`).join(', ')}`,
+    ...(result.story
+      ? [
+          `story      campaign ${result.story.campaign_id} sent to ${plural(result.story.sent, 'recipient')}; added ${plural(result.story.opened, 'open')}, ` +
+            `${plural(result.story.clicked, 'click')} and ${plural(result.story.orders, 'attributed order')} (npx emk report revenue)`,
+        ]
+      : []),
+    `loaded     ${Object.entries(result.counts).map(([kind, n]) => plural(n, kind.slice(0, -1))).join(', ')}`,
   ];
 }
 
@@ -284,12 +294,14 @@ export function seedCommand(): Command {
         const workspace = created ? await services.workspaces.get(created.workspace_id) : await context.workspace();
         const shop = set.platform ? await shopIntegrationOf(services, workspace.id, set.platform) : null;
         const deliveries = await loadFixtures(context, services, workspace.id, set, shop?.integration ?? null);
+        const story = set.story ? await tellStory(services, workspace.id, set.story) : null;
         const counts = await countsOf(services, workspace.id);
         return {
           ...(created ?? { workspace_id: workspace.id, site_id: workspace.site_id, api_key: null, integration: null }),
           console_login: created ? await consoleLoginOf(services, workspace) : null,
           platform_integration: shop?.created ?? null,
           deliveries,
+          story,
           counts,
         };
       },
