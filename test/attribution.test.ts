@@ -414,7 +414,7 @@ describeEachDatabase('attribution', (h) => {
     expect(badDate.stderr).toMatch(/--since/);
     const unknown = await runEmk([...args, '--order', 'nope', '--json']);
     expect(unknown.code).toBe(1);
-    expect(unknown.stderr).toMatch(/order not found/);
+    expect(unknown.stderr).toMatch(/order nope not found/);
     expect((await runEmk([...args, '--frobnicate'])).code).toBe(2);
   });
 });
