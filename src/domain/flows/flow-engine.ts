@@ -441,6 +441,21 @@ export function createFlowEngine(deps: {
     for (const group of groups.values()) await runFrom(group);
   }
 
+  /**
+   * The opening both waits share (browse and cart checks): the flow still live with that trigger, the fact with
+   * its contact, and nothing since that ends the wait (cart activity or an order after the fact); null if any fails.
+   */
+  async function stillWaiting(trx: Knex.Transaction, job: Job, triggerType: 'browse_abandonment' | 'abandoned_cart') {
+    const flow = await store.findById(trx, String(job.payload.flowId));
+    if (!flow || flow.deleted_at !== null || flow.status !== 'live' || flow.trigger.type !== triggerType) return null;
+    const fact = await outbox.find(trx, Number(job.payload.factId));
+    if (!fact?.contactId) return null;
+    const contactId = fact.contactId;
+    if ((await outbox.latestFactId(trx, contactId, { after: fact.id }, CART_ACTIVITY)) !== null) return null;
+    if ((await outbox.latestFactId(trx, contactId, { after: fact.id }, ORDERS)) !== null) return null;
+    return { flow, fact, contactId };
+  }
+
   const handlers: JobHandlers = {
     [FLOW_JOBS.webhook]: async (job) => {
       try {
@@ -458,18 +473,14 @@ export function createFlowEngine(deps: {
      * since the contact's last cart activity or order (at most 10, newest first) as `viewed_products`.
      */
     [FLOW_JOBS.browseCheck]: async (job) => {
-      const factId = Number(job.payload.factId);
       await writeTransaction(async (trx) => {
-        const flow = await store.findById(trx, String(job.payload.flowId));
-        if (!flow || flow.deleted_at !== null || flow.status !== 'live' || flow.trigger.type !== 'browse_abandonment') return;
-        const fact = await outbox.find(trx, factId);
-        if (!fact?.contactId) return;
-        const contactId = fact.contactId;
+        const waiting = await stillWaiting(trx, job, 'browse_abandonment');
+        if (!waiting) return;
+        const { flow, fact, contactId } = waiting;
+        const factId = fact.id;
         const context = (await contexts.load(trx, [fact])).get(fact.id) ?? {};
         const viewedAt = context.event ? Date.parse(context.event.created_at) : fact.at;
         if (await contexts.viewedSince(trx, fact.workspaceId, contactId, { id: fact.subjectId, at: viewedAt })) return;
-        if ((await outbox.latestFactId(trx, contactId, { after: factId }, CART_ACTIVITY)) !== null) return;
-        if ((await outbox.latestFactId(trx, contactId, { after: factId }, ORDERS)) !== null) return;
         const before = Math.max(
           (await outbox.latestFactId(trx, contactId, { before: factId }, CART_ACTIVITY)) ?? 0,
           (await outbox.latestFactId(trx, contactId, { before: factId }, ORDERS)) ?? 0,
@@ -496,15 +507,11 @@ export function createFlowEngine(deps: {
      * (or, for carts seen only through events, the basket since the contact's last order).
      */
     [FLOW_JOBS.cartCheck]: async (job) => {
-      const factId = Number(job.payload.factId);
       await writeTransaction(async (trx) => {
-        const flow = await store.findById(trx, String(job.payload.flowId));
-        if (!flow || flow.deleted_at !== null || flow.status !== 'live' || flow.trigger.type !== 'abandoned_cart') return;
-        const fact = await outbox.find(trx, factId);
-        if (!fact?.contactId) return;
-        const contactId = fact.contactId;
-        if ((await outbox.latestFactId(trx, contactId, { after: factId }, CART_ACTIVITY)) !== null) return;
-        if ((await outbox.latestFactId(trx, contactId, { after: factId }, ORDERS)) !== null) return;
+        const waiting = await stillWaiting(trx, job, 'abandoned_cart');
+        if (!waiting) return;
+        const { flow, fact, contactId } = waiting;
+        const factId = fact.id;
         if (fact.subjectType === 'cart' && (await contexts.cartConverted(trx, fact.subjectId))) return;
         const lastOrder = await outbox.latestFactId(trx, contactId, { before: factId }, ORDERS);
         const context = (await contexts.load(trx, [fact])).get(fact.id) ?? {};
