@@ -166,5 +166,22 @@ describeEachDatabase('preview pages (preview.html) in Chromium', (h) => {
     expect(bad.statusCode).toBe(400);
     expect(bad.json().error).toMatch(/path/);
     expect((await get('1', 'nobody')).statusCode).toBe(404);
+
+    // A step inside a branch is named by its path in the flow program (2.no.0).
+    const branched = await api(ws, 'POST', '/flows', {
+      name: 'Branched',
+      trigger: { type: 'event', event_name: 'reviewed' },
+      steps: [
+        { type: 'delay', minutes: 1 },
+        { type: 'delay', minutes: 1 },
+        { type: 'branch', conditions: { all: [{ subscription_status: 'subscribed' }] }, yes: [], no: [{ type: 'email', subject: 'Nested', html: '<p>Nested for {{ contact.first_name }}</p>' }] },
+      ],
+    });
+    expect(branched.statusCode, branched.body).toBe(201);
+    const nested = (path: string) => h().request({ method: 'GET', url: `/api/v1/flows/${branched.json().id}/steps/${path}/preview.html?contact_id=${ann}`, key: ws.apiKey });
+    const inside = await nested('2.no.0');
+    expect(inside.statusCode, inside.body).toBe(200);
+    expect(inside.body).toContain('Nested for Ann');
+    for (const path of ['2.yes.0', '2.no.1', '3']) expect((await nested(path)).statusCode, path).toBe(404);
   });
 });

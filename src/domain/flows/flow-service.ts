@@ -9,7 +9,7 @@ import { uuidv7 } from '../shared/ids.js';
 import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { systemClock, type Clock } from '../shared/time.js';
 import { fieldName, parseInput } from '../shared/validate.js';
-import { walkSteps } from './flow-program.js';
+import { compileSteps, walkSteps } from './flow-program.js';
 import type { WebhookOptions } from './webhook-client.js';
 import { webhookUrlProblem } from './webhook-guard.js';
 import type { Templates } from '../templates/template-engine.js';
@@ -102,16 +102,11 @@ export function createFlowService(deps: {
       return step;
     });
 
-  /** The step at `path` (`2`, or `2.yes.0` inside a step holding lists of steps); 404 when there is none. */
+  /** The step at `path` (`2`, or `2.yes.0` inside a branch), named as the flow program names it; 404 when there is none. */
   function stepAt(steps: FlowStep[], path: string): FlowStep {
-    const [first, ...rest] = path.split('.');
-    let step: unknown = steps[Number(first)];
-    for (let i = 0; i < rest.length && step !== undefined; i += 2) {
-      const list = (step as Record<string, unknown>)[rest[i]!];
-      step = Array.isArray(list) ? list[Number(rest[i + 1])] : undefined;
-    }
-    if (step === undefined) throw new NotFoundError('step not found');
-    return step as FlowStep;
+    const entry = compileSteps(steps).find((e) => e.path === path);
+    if (!entry) throw new NotFoundError('step not found');
+    return entry.step;
   }
 
   async function load(db: Db, workspaceId: string, id: string, lock = false): Promise<FlowRow> {
