@@ -56,3 +56,35 @@ export function createGroupFlusher<T>(write: (items: T[]) => Promise<void>) {
     },
   };
 }
+
+/** Captured messages committed together: enough that a commit's cost is shared, few enough to start early. */
+const CAPTURE_GROUP = 100;
+
+/**
+ * Records captured messages (no relay: the render is the hand-over) in groups of CAPTURE_GROUP as they come, one
+ * commit at a time, so the database writes one group while the threads render the next; `finish` writes the
+ * rest and rejects with the first write's error (a message not recorded stays pending: its job runs again).
+ * Groups of a fixed size, not whatever came during the last commit: with several batches writing at once, small
+ * groups cost PostgreSQL a commit each (docs/email.md, What it costs).
+ */
+export function createCaptureRecorder<T>(write: (group: T[]) => Promise<void>) {
+  let group: T[] = [];
+  let writing: Promise<void> = Promise.resolve();
+  let failure: unknown = null;
+  const commit = () => {
+    const items = group;
+    group = [];
+    writing = writing.then(() => (failure === null ? write(items) : undefined)).catch((error: unknown) => void (failure ??= error));
+  };
+  return {
+    add(item: T): void {
+      group.push(item);
+      if (group.length >= CAPTURE_GROUP) commit();
+    },
+    async finish(): Promise<void> {
+      if (group.length > 0) commit();
+      await writing;
+      if (failure !== null) throw failure;
+    },
+  };
+}

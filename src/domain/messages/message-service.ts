@@ -24,7 +24,7 @@ import { messageListQuerySchema, type MessageRecord } from './message.schema.js'
 import { createMessageStore, type FlowMessageRow, type MessageOutcome, type PendingMessage } from './message-store.js';
 import { footerTemplates, renderWithFooter } from './footer.js';
 import { createSendReports } from './send-report.js';
-import { createGroupFlusher, createHandOverSlots } from './hand-overs.js';
+import { createCaptureRecorder, createGroupFlusher, createHandOverSlots } from './hand-overs.js';
 
 export type { FlowMessageRow, PendingMessage } from './message-store.js';
 
@@ -255,13 +255,19 @@ export function createMessageService(deps: {
 
       const batch = await renderBatch(workspaceId, content);
       const { sender, domain_rates } = batch.settings;
+      // Without a relay, rendering is the hand-over: messages are recorded `captured` while the rest still render.
+      const captured = transport.captures ? createCaptureRecorder<MessageOutcome>((group) => writeTransaction((trx) => store.saveOutcomes(trx, group, clock()))) : null;
       // Rendered on the pool's threads, several at once; kept in the batch's order.
       const results = await mapConcurrently(due, RENDER_PARALLEL, (message) =>
         render(message, content, batch, options.variablesOf?.(message)).then(
-          (r) => r,
+          (r) => {
+            captured?.add({ id: r.message.id, status: 'captured', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: clock() });
+            return r;
+          },
           (error: unknown) => error instanceof Error ? error : new Error(String(error)),
         ),
       );
+      await captured?.finish();
       const rendered: Rendered[] = [];
       for (const [i, result] of results.entries()) {
         if (!(result instanceof Error)) rendered.push(result);
@@ -271,12 +277,12 @@ export function createMessageService(deps: {
 
       const now = clock();
       const hardBounces: string[] = [];
-      /** Mails the relay took, already recorded `sent` one group commit at a time. */
+      /** Mails the relay took (recorded `sent`) or captured, already committed one group at a time. */
       let sent = 0;
       let temporary: TemporaryDeliveryError | null = null;
       let paced: { count: number; afterMs: number | null } = { count: 0, afterMs: null };
-      if (transport.captures) {
-        for (const r of rendered) outcomes.push({ id: r.message.id, status: 'captured', subject: r.subject, html: r.html, text: r.text, error: null, sent_at: now });
+      if (captured) {
+        sent = rendered.length;
       } else {
         // Rendered content is stored first: a mail handed over again after a crash is this same mail.
         await writeTransaction((trx) =>

@@ -26,20 +26,38 @@ const STORE_WIDE_FALLBACKS: ReadonlySet<BlockFallback> = new Set(['best_selling'
 
 export function createBlockProductSource(deps: { feeds: FeedService; clock?: Clock }): BlockProductSource {
   const { feeds } = deps;
-  const storeWide = new TtlCache<string, Product[]>(STORE_WIDE_TTL_MS, deps.clock, 1_000);
+  /**
+   * Store-wide products by feed or fallback, as promises: the first recipient to miss reads them and the others of
+   * the send wait for that read, instead of each asking the database at once (dozens of renders are in flight).
+   * A feed ranked per recipient is kept as `null`: its renders read their own at once, without waiting.
+   */
+  const storeWide = new TtlCache<string, Promise<Product[] | null>>(STORE_WIDE_TTL_MS, deps.clock, 1_000);
+
+  /** `read` shared under `key`; a failed read is not kept, so the next render tries again. */
+  function shared(key: string, read: () => Promise<Product[] | null>): Promise<Product[] | null> {
+    let entry = storeWide.get(key);
+    if (!entry) {
+      entry = read();
+      storeWide.set(key, entry);
+      entry.catch(() => storeWide.delete(key));
+    }
+    return entry;
+  }
 
   /**
    * The feed ranked for the recipient; a feed deleted since the template was written holds nothing. A feed that
    * is the same for everyone (a store-wide ranking) is read once per few seconds, not once per message.
    */
   async function feedProducts({ workspaceId, contactId, feedId, limit }: BlockProductRequest): Promise<Product[]> {
-    const key = `${workspaceId}\u0000feed:${feedId}\u0000${limit}`;
-    const cached = storeWide.get(key);
-    if (cached) return cached;
+    const ranked = (forContact: string | null) => feeds.rankedFor(workspaceId, feedId, { contactId: forContact ?? undefined, limit });
     try {
-      const { data, sameForEveryone } = await feeds.rankedFor(workspaceId, feedId, { contactId: contactId ?? undefined, limit });
-      if (sameForEveryone) storeWide.set(key, data);
-      return data;
+      let mine: Product[] | null = null;
+      const everyone = await shared(`${workspaceId}\u0000feed:${feedId}\u0000${limit}`, async () => {
+        const { data, sameForEveryone } = await ranked(contactId);
+        mine = data;
+        return sameForEveryone ? data : null;
+      });
+      return everyone ?? mine ?? (await ranked(contactId)).data;
     } catch (error) {
       if (error instanceof NotFoundError) return [];
       throw error;
@@ -48,12 +66,7 @@ export function createBlockProductSource(deps: { feeds: FeedService; clock?: Clo
 
   async function fallbackProducts(workspaceId: string, fallback: BlockFallback, contactId: string | null, limit: number): Promise<Product[]> {
     if (!STORE_WIDE_FALLBACKS.has(fallback)) return feeds.rankType(workspaceId, fallback, { contactId, limit });
-    const key = `${workspaceId}\u0000${fallback}\u0000${limit}`;
-    const cached = storeWide.get(key);
-    if (cached) return cached;
-    const ranked = await feeds.rankType(workspaceId, fallback, { contactId: null, limit });
-    storeWide.set(key, ranked);
-    return ranked;
+    return (await shared(`${workspaceId}\u0000${fallback}\u0000${limit}`, () => feeds.rankType(workspaceId, fallback, { contactId: null, limit })))!;
   }
 
   return async (request) => {

@@ -131,6 +131,17 @@ export type RenderReply =
   /** `phase`: where a part that ran out of time was (the pool tells, from the thread's progress). */
   | { ok: false; part: number; kind: FailureKind; message: string; phase?: 'parse' | 'render' };
 
+/** A task as posted to a thread, numbered by the pool; the thread answers each with its number, in order. */
+export interface RenderEnvelope {
+  seq: number;
+  task: RenderTask;
+}
+
+export interface RenderAnswer {
+  seq: number;
+  reply: RenderReply;
+}
+
 /** Where a thread is: written by the thread into shared memory, read by the pool when a deadline passes. */
 export const PROGRESS = {
   /** When the current part started (ms since the epoch, with fractions). 0: between tasks. */
@@ -139,7 +150,9 @@ export const PROGRESS = {
   part: 1,
   /** 1: parsing, 2: rendering. */
   phase: 2,
-  length: 3,
+  /** The number of the task under way (its envelope's `seq`). */
+  task: 3,
+  length: 4,
 } as const;
 
 /** The words of each limit, the same at save, at preview and in a failed message; never the template itself. */

@@ -3,7 +3,7 @@ import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { FormatError, prepareContent } from './content-formats.js';
 import { createLiquidRenderer } from './liquid-renderer.js';
-import { PROGRESS, type RenderReply, type RenderTask, type TemplateLimits } from './render-protocol.js';
+import { PROGRESS, type RenderAnswer, type RenderEnvelope, type RenderReply, type RenderTask, type TemplateLimits } from './render-protocol.js';
 
 /** A render thread of the pool (render-pool.ts): one task at a time, answered in order. */
 const { limits, progress } = workerData as { limits: TemplateLimits; progress: SharedArrayBuffer };
@@ -37,7 +37,15 @@ async function prepare(task: Extract<RenderTask, { op: 'prepare' }>): Promise<Re
   }
 }
 
-parentPort!.on('message', (task: RenderTask) => {
-  if (task.op === 'prepare') void prepare(task).then((reply) => parentPort!.postMessage(reply));
-  else parentPort!.postMessage(renderer.run(task));
+/**
+ * Tasks run one at a time in the order they came, each answered with its number: the pool posts a few ahead (so
+ * the thread need not wait for the event loop between two), and only a `prepare` awaits (MJML's first load).
+ */
+let previous: Promise<void> = Promise.resolve();
+parentPort!.on('message', ({ seq, task }: RenderEnvelope) => {
+  const answer = (reply: RenderReply) => parentPort!.postMessage({ seq, reply } satisfies RenderAnswer);
+  previous = previous.then(() => {
+    progressView[PROGRESS.task] = seq;
+    return task.op === 'prepare' ? prepare(task).then(answer) : answer(renderer.run(task));
+  });
 });
