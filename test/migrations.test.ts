@@ -4,6 +4,7 @@ import { migrateToLatest, rollbackAll } from '../src/domain/db/migrate.js';
 import { migrations } from '../migrations/index.js';
 import { createTestDatabase, DIALECTS, type TestDatabase } from './helpers/test-databases.js';
 import * as partitionEvents from '../migrations/202611290600_partition_events_by_month.js';
+import * as compressMessageHtml from '../migrations/202611300100_compress_message_html_with_lz4.js';
 import { attachedTo, monthFrom, rowsOf } from './helpers/partitions.js';
 
 const DAY = 86_400_000;
@@ -127,6 +128,30 @@ for (const dialect of DIALECTS) {
       expect((await knex('events').where({ workspace_id: 'wp' }).orderBy('id').select('id')).map((row: { id: string }) => row.id)).toEqual(['e0', 'e2', 'e4']);
       await partitionEvents.up(knex);
       expect(await partitioned()).toBe(true);
+    });
+
+    it.runIf(dialect === 'postgres')('PostgreSQL: a message\'s HTML is compressed with lz4, back to the default down, and a message written under either reads the same', async () => {
+      const knex = db.knex;
+      const method = async () =>
+        rowsOf<{ method: string }>(await knex.raw(`SELECT attcompression AS method FROM pg_attribute WHERE attrelid = 'messages'::regclass AND attname = 'html'`))[0]!.method;
+      const html = `<p>${'Hello, reader. '.repeat(1_000)}</p>`;
+      await knex('workspaces').insert({ id: 'wz', name: 'n', site_id: 'sz', created_at: 1 }).onConflict('id').ignore();
+      await knex('contacts').insert({ id: 'cz', workspace_id: 'wz', email: 'z@example.com', email_key: 'z@example.com', properties: '{}', subscription_status: 'subscribed', created_at: 1, updated_at: 1 });
+      const message = (id: string) => ({
+        id, workspace_id: 'wz', contact_id: 'cz', dedupe_key: id, message_type: 'marketing', to_email: 'z@example.com', status: 'captured', html, created_at: 1, updated_at: 1,
+      });
+      expect(await method()).toBe('l');
+      await knex('messages').insert(message('mz-lz4'));
+      await compressMessageHtml.down(knex);
+      // '' is the server's default (pglz unless default_toast_compression says otherwise).
+      expect(await method()).toBe('');
+      await knex('messages').insert(message('mz-default'));
+      await compressMessageHtml.up(knex);
+      expect(await method()).toBe('l');
+      const stored = rowsOf<{ id: string; html: string; method: string }>(
+        await knex.raw(`SELECT id, html, pg_column_compression(html) AS method FROM messages WHERE workspace_id = 'wz' ORDER BY id`),
+      );
+      expect(stored.map((row) => [row.id, row.method, row.html === html])).toEqual([['mz-default', 'pglz', true], ['mz-lz4', 'lz4', true]]);
     });
   });
 }

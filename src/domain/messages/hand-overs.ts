@@ -57,33 +57,40 @@ export function createGroupFlusher<T>(write: (items: T[]) => Promise<void>) {
   };
 }
 
-/** Captured messages committed together: enough that a commit's cost is shared, few enough to start early. */
+/** The fewest captured messages a commit takes before the last: enough that a commit's cost is shared. */
 const CAPTURE_GROUP = 100;
 
 /**
- * Records captured messages (no relay: the render is the hand-over) in groups of CAPTURE_GROUP as they come, one
- * commit at a time, so the database writes one group while the threads render the next; `finish` writes the
- * rest and rejects with the first write's error (a message not recorded stays pending: its job runs again).
- * Groups of a fixed size, not whatever came during the last commit: with several batches writing at once, small
- * groups cost PostgreSQL a commit each (docs/email.md, What it costs).
+ * Records captured messages (no relay: the render is the hand-over) while the rest still render: one commit at a
+ * time, each taking every message that came since the last, once at least CAPTURE_GROUP are waiting (a floor:
+ * with several batches writing at once, many small commits cost PostgreSQL more than they save). `finish` commits
+ * the rest and rejects with the first commit's error (a message not recorded stays pending: its job runs again).
  */
 export function createCaptureRecorder<T>(write: (group: T[]) => Promise<void>) {
-  let group: T[] = [];
-  let writing: Promise<void> = Promise.resolve();
+  let waiting: T[] = [];
+  let writing: Promise<void> | null = null;
   let failure: unknown = null;
-  const commit = () => {
-    const items = group;
-    group = [];
-    writing = writing.then(() => (failure === null ? write(items) : undefined)).catch((error: unknown) => void (failure ??= error));
-  };
+  function commit(): void {
+    const group = waiting;
+    waiting = [];
+    writing = write(group)
+      .catch((error: unknown) => void (failure ??= error))
+      .then(() => {
+        writing = null;
+        if (failure === null && waiting.length >= CAPTURE_GROUP) commit();
+      });
+  }
   return {
     add(item: T): void {
-      group.push(item);
-      if (group.length >= CAPTURE_GROUP) commit();
+      waiting.push(item);
+      if (writing === null && failure === null && waiting.length >= CAPTURE_GROUP) commit();
     },
     async finish(): Promise<void> {
-      if (group.length > 0) commit();
-      await writing;
+      while (writing !== null) await writing;
+      if (failure === null && waiting.length > 0) {
+        commit();
+        while (writing !== null) await writing;
+      }
       if (failure !== null) throw failure;
     },
   };
