@@ -213,6 +213,25 @@ describe('templates: render threads and their limits (no database)', () => {
     expect(stuckDone).toBe(false);
     await expect(stuck).rejects.toThrow(/took longer than 300 ms/);
   });
+
+  it('renders in flight at once each get their own answer (a thread holds two tasks, answered by number)', async () => {
+    const renders = Array.from({ length: 60 }, (_, i) => templates.render(templates.compile(`<i>{{ n }}</i>${i % 7}`), { n: `r${i}` } as TemplateVariables, NOBODY));
+    expect(await Promise.all(renders)).toEqual(Array.from({ length: 60 }, (_, i) => `<i>r${i}</i>${i % 7}`));
+  });
+});
+
+describe('templates: a thread holds two tasks (no database)', () => {
+  const templates = createTemplates({ blockProducts: fixedSource(['a']), limits: { timeoutMs: 300, maxBytes: 2048 }, threads: 1 });
+  afterAll(() => templates.close());
+
+  it('a task held behind a runaway one on its thread is run again on the thread that replaces it', async () => {
+    await templates.render(templates.compile('warm'), {}, NOBODY);
+    // One thread: the runaway parse runs and the first render waits on the same thread; the rest wait in the pool.
+    const stuck = templates.check({ html: '{{ x }}'.repeat(149_000) });
+    const renders = [1, 2, 3].map((i) => templates.render(templates.compile(`<p>{{ n }}${i}</p>`), { n: 'x' } as TemplateVariables, NOBODY));
+    await expect(stuck).rejects.toThrow(/^html: template took longer than 300 ms to parse$/);
+    expect(await Promise.all(renders)).toEqual(['<p>x1</p>', '<p>x2</p>', '<p>x3</p>']);
+  });
 });
 
 /**
@@ -338,6 +357,37 @@ describeEachDatabase('templates: product blocks', (h) => {
     const id = await feed(ws, { recommendation_type: 'added_to_cart' });
     expect(await block(ws, `feed: "${id}"`, await contactId(ws, 'ann@example.com'))).toEqual(['cap']);
     expect((await block(ws, `feed: "${id}"`, await contactId(ws, 'bob@example.com'))).sort()).toEqual(['shorts', 'tee']);
+  });
+
+  it('renders in flight at once share one read of a store-wide ranking; a per-recipient feed is read for each', async () => {
+    const ws = await shop();
+    await cart(ws, 'ann@example.com', [{ external_id: 'cap' }]);
+    await cart(ws, 'bob@example.com', [{ external_id: 'shorts' }]);
+    const [ann, bob] = [await contactId(ws, 'ann@example.com'), await contactId(ws, 'bob@example.com')];
+    const reads = { rankedFor: 0, rankType: 0 };
+    const { feeds } = h().services;
+    const counted: typeof feeds = {
+      ...feeds,
+      rankedFor: (...args) => (reads.rankedFor++, feeds.rankedFor(...args)),
+      rankType: (...args) => (reads.rankType++, feeds.rankType(...args)),
+    };
+    const own = createTemplates({ blockProducts: createBlockProductSource({ feeds: counted, clock: h().clock }), threads: 1 });
+    made.push(own);
+    const sellers = await feed(ws, { recommendation_type: 'best_selling' });
+    const carted = await feed(ws, { recommendation_type: 'added_to_cart' });
+    const many = <T,>(n: number, f: (i: number) => Promise<T>) => Promise.all(Array.from({ length: n }, (_, i) => f(i)));
+
+    expect(new Set((await many(20, () => block(ws, `feed: "${sellers}", limit: 2`, ann, own))).map(String))).toEqual(new Set(['jeans,tee']));
+    expect(reads.rankedFor).toBe(1);
+    // The fallback of a deleted feed: one read of the feed (unknown) per render, one of best_selling for all.
+    reads.rankedFor = 0;
+    expect(new Set((await many(20, () => block(ws, `feed: "deleted", limit: 3, fallback: "best_selling"`, null, own))).map(String))).toEqual(new Set(['jeans,tee,cap']));
+    expect(reads.rankType).toBe(1);
+    // Per recipient: each render reads its own, all at once, and each gets its own products.
+    reads.rankedFor = 0;
+    const carts = await many(10, (i) => block(ws, `feed: "${carted}"`, i % 2 === 0 ? ann : bob, own));
+    expect(carts).toEqual(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? ['cap'] : ['shorts'])));
+    expect(reads.rankedFor).toBe(10);
   });
 
   it('tops a short feed up from the fallback, never repeating a product', async () => {
