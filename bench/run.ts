@@ -39,7 +39,8 @@ import {
  * 0 skips them; see feeds.ts), BENCH_FEED_REQUESTS (requests per product-feeds row, default 200),
  * BENCH_FEEDS_DATABASES (`sqlite,postgres` by default), BENCH_EVENT_ROUTES (1 by default; 0 skips the
  * event-route load rows and their bare rows), BENCH_CAMPAIGN_CONTACTS (subscribers of the issue-13 campaign send,
- * default 100000; 0 skips the campaign rows; see campaign-rows.ts), BENCH_CAMPAIGN_WORKERS (`emk worker`
+ * default 100000; 0 skips the campaign rows; see campaign-rows.ts), BENCH_CAMPAIGN_MJML (1 by default: the same send
+ * again with the message written in MJML, issue 36; 0 skips it), BENCH_CAMPAIGN_WORKERS (`emk worker`
  * processes of the split send on PostgreSQL, default 3; 0 skips that row), BENCH_TRACKING_MESSAGES (captured
  * messages whose real signed links the `GET /t/c/{token}` and `GET /t/o/{token}` load rows request, default 50;
  * 0 skips the tracking rows).
@@ -88,6 +89,7 @@ const FEEDS_DATABASES: ReadonlySet<string> = new Set((process.env.BENCH_FEEDS_DA
 const EVENT_ROUTES = positiveNumber('BENCH_EVENT_ROUTES', 1, true) > 0;
 const CAMPAIGN_CONTACTS = positiveNumber('BENCH_CAMPAIGN_CONTACTS', 100_000, true);
 const CAMPAIGN_WORKERS = positiveNumber('BENCH_CAMPAIGN_WORKERS', 3, true);
+const CAMPAIGN_MJML = positiveNumber('BENCH_CAMPAIGN_MJML', 1, true) > 0;
 const TRACKING_MESSAGES = positiveNumber('BENCH_TRACKING_MESSAGES', 50, true);
 const AUTOMATION = positiveNumber('BENCH_AUTOMATION', 1, true) > 0;
 const AUTOMATION_OPTIONS: AutomationOptions = {
@@ -805,6 +807,11 @@ async function main(): Promise<void> {
         await attempt(`campaign send on ${label}`, async () =>
           void campaignRows.push(await runCampaignSend(label, url, CAMPAIGN_CONTACTS, CAMPAIGN_CONTEXT, failures)),
         );
+        if (CAMPAIGN_MJML) {
+          await attempt(`campaign send in MJML on ${label}`, async () =>
+            void campaignRows.push(await runCampaignSend(label, url, CAMPAIGN_CONTACTS, CAMPAIGN_CONTEXT, failures, 'mjml')),
+          );
+        }
         if (label === 'postgres' && CAMPAIGN_WORKERS > 0) {
           await attempt(`campaign send over ${CAMPAIGN_WORKERS} workers on ${label}`, async () =>
             void workersRows.push(await runCampaignWorkers(url, CAMPAIGN_CONTACTS, CAMPAIGN_WORKERS, CAMPAIGN_CONTEXT, failures)),

@@ -14,7 +14,8 @@ import { PREPARE_TIMEOUT_MS, PROGRESS, type RenderAnswer, type RenderEnvelope, t
  * Each part of a task has the deadline from its start on the thread (its parse included). Liquid's own render
  * limit stops most runaway renders at the deadline and the thread lives on; a thread still in the part when the
  * deadline passes (a long filter, a slow parse) is terminated and replaced. So a runaway template costs one
- * thread for at most the deadline, and the rest of the pool renders on.
+ * thread for at most the deadline, and the rest of the pool renders on; the one task the thread held behind it
+ * waits that long and runs again on the replacement.
  */
 
 /** Threads: one fewer than the cores (the event loop keeps one), at least 2 so a runaway never stops all sends. */

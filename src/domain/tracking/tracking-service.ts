@@ -11,7 +11,7 @@ import { rewriteLinks, withIdentityToken, withOpenPixel } from './link-rewriter.
 import { isOnOwnDomain } from './own-domains.js';
 import {
   MAX_TRACKED_URL_BYTES,
-  signTrackingToken,
+  createTrackingTokenSigner,
   verifyTrackingToken,
   workspaceOfToken,
   type TrackingKind,
@@ -125,11 +125,13 @@ export function createTrackingService(deps: {
     async signerFor(workspaceId: string, options: { preview?: boolean } = {}) {
       const secret = await identityTokens.secretOf(workspaceId);
       if (secret === null) throw new Error(`workspace ${workspaceId} has no secret`);
-      const sign = (kind: TrackingKind, subjectId: string, url: string | null = null) =>
-        signTrackingToken(secret, { kind, workspaceId, subjectId, url });
+      // One signer for a message's links, one for its recipient's consent links: each keeps its subject's bytes.
+      const signLink = createTrackingTokenSigner(secret, workspaceId);
+      const signConsent = createTrackingTokenSigner(secret, workspaceId);
+      const sign = (kind: TrackingKind, subjectId: string, url: string | null = null) => signLink({ kind, subjectId, url });
       return {
         consentUrls(contactId: string, messageId: string | null = null) {
-          const token = signTrackingToken(secret, { kind: 'consent', workspaceId, subjectId: contactId, url: null, messageId });
+          const token = signConsent({ kind: 'consent', subjectId: contactId, url: null, messageId });
           return { unsubscribe_url: `${baseUrl}/cp/unsubscribe/${token}`, preferences_url: `${baseUrl}/cp/preferences/${token}` };
         },
         /** Every http(s) link through /t/c/ except the message's own consent links; the pixel at the end. */

@@ -33,16 +33,29 @@ export interface TrackingClaims {
 const mac = (secret: string, body: Buffer) =>
   createHmac('sha256', secret).update(PURPOSE).update(body).digest().subarray(0, MAC_BYTES);
 
-export function signTrackingToken(secret: string, claims: TrackingClaims): string {
-  const body = Buffer.concat([
-    Buffer.of(VERSION, KIND_BYTE[claims.kind]),
-    encodeId(claims.workspaceId),
-    encodeId(claims.subjectId),
-    claims.url === null ? Buffer.alloc(0) : Buffer.from(claims.url, 'utf8'),
-    claims.kind === 'consent' && claims.messageId ? encodeId(claims.messageId) : Buffer.alloc(0),
-  ]);
-  return Buffer.concat([body, mac(secret, body)]).toString('base64url');
+const NOTHING = Buffer.alloc(0);
+
+/**
+ * Signs tokens of one workspace: its id encoded once, and the subject's kept from the last token (a message's
+ * links are signed one after another, all naming that message), so a send pays for the MAC and little else.
+ */
+export function createTrackingTokenSigner(secret: string, workspaceId: string) {
+  const workspace = encodeId(workspaceId);
+  let lastSubject: { id: string; bytes: Buffer } | null = null;
+  return (claims: Omit<TrackingClaims, 'workspaceId'>): string => {
+    if (lastSubject?.id !== claims.subjectId) lastSubject = { id: claims.subjectId, bytes: encodeId(claims.subjectId) };
+    const body = Buffer.concat([
+      Buffer.of(VERSION, KIND_BYTE[claims.kind]),
+      workspace,
+      lastSubject.bytes,
+      claims.url === null ? NOTHING : Buffer.from(claims.url, 'utf8'),
+      claims.kind === 'consent' && claims.messageId ? encodeId(claims.messageId) : NOTHING,
+    ]);
+    return Buffer.concat([body, mac(secret, body)]).toString('base64url');
+  };
 }
+
+export const signTrackingToken = (secret: string, claims: TrackingClaims): string => createTrackingTokenSigner(secret, claims.workspaceId)(claims);
 
 /** The workspace a token names, read before its MAC can be checked (that needs the workspace's secret). */
 export function workspaceOfToken(token: string): string | null {
