@@ -243,9 +243,16 @@ export async function trackingPaths(url: string, messages: number, server: Serve
 const mib = (kib: number | null) => (kib === null ? '-' : (kib / 1024).toFixed(0));
 const meets = (met: boolean) => (met ? 'met' : 'not met');
 
+/**
+ * Issue 13's memory goal is the HTML send's. Issue 36 sets the MJML send a rate only: MJML's modules stay loaded
+ * in the thread that compiled (about 120 MiB, docs/email.md, What it costs), so its row shows none.
+ */
+const rssVerdict = (row: CampaignRow) =>
+  row.format === 'mjml' ? 'no RSS goal' : row.peakRssKib === null ? '?' : meets(row.peakRssKib * 1024 < GOAL_PEAK_RSS_BYTES);
+
 export function campaignTable(rows: CampaignRow[]): [string[], string[][]] {
   return [
-    ['campaign send (captured, 4-product best_selling block)', 'database', 'template', 'recipients', 'captured', 'total (s)', 'messages/s', 'peak RSS (MiB)', 'goal ≥ 2000/s, < 400 MB'],
+    ['campaign send (captured, 4-product best_selling block)', 'database', 'template', 'recipients', 'captured', 'total (s)', 'messages/s', 'peak RSS (MiB)', 'goal ≥ 2000/s, < 400 MB (HTML)'],
     rows.map((row) => [
       `1 process; recipients fixed in ${row.recipientsFixedSeconds.toFixed(2)} s`,
       row.database,
@@ -255,7 +262,7 @@ export function campaignTable(rows: CampaignRow[]): [string[], string[][]] {
       row.seconds.toFixed(1),
       row.messagesPerSecond.toFixed(0),
       mib(row.peakRssKib),
-      `${meets(row.messagesPerSecond >= GOAL_MESSAGES_PER_SECOND)}, ${row.peakRssKib === null ? '?' : meets(row.peakRssKib * 1024 < GOAL_PEAK_RSS_BYTES)}`,
+      `${meets(row.messagesPerSecond >= GOAL_MESSAGES_PER_SECOND)}, ${rssVerdict(row)}`,
     ]),
   ];
 }
