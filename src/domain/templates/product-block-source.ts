@@ -49,15 +49,16 @@ export function createBlockProductSource(deps: { feeds: FeedService; clock?: Clo
    * is the same for everyone (a store-wide ranking) is read once per few seconds, not once per message.
    */
   async function feedProducts({ workspaceId, contactId, feedId, limit }: BlockProductRequest): Promise<Product[]> {
-    const ranked = (forContact: string | null) => feeds.rankedFor(workspaceId, feedId, { contactId: forContact ?? undefined, limit });
+    const rank = () => feeds.rankedFor(workspaceId, feedId, { contactId: contactId ?? undefined, limit });
     try {
-      let mine: Product[] | null = null;
+      // This render's own products when it was the one that read (a per-recipient feed's are its alone).
+      let ownRead: Product[] | null = null;
       const everyone = await shared(`${workspaceId}\u0000feed:${feedId}\u0000${limit}`, async () => {
-        const { data, sameForEveryone } = await ranked(contactId);
-        mine = data;
+        const { data, sameForEveryone } = await rank();
+        ownRead = data;
         return sameForEveryone ? data : null;
       });
-      return everyone ?? mine ?? (await ranked(contactId)).data;
+      return everyone ?? ownRead ?? (await rank()).data;
     } catch (error) {
       if (error instanceof NotFoundError) return [];
       throw error;

@@ -53,7 +53,7 @@ interface Slot {
 /**
  * Tasks a thread holds at once: it starts the next as soon as it answers one, without waiting for the event loop
  * to take that answer and post more (a loop busy binding a large write would leave the thread idle meanwhile).
- * Two measured best on the campaign bench (docs/email.md, What it costs): deeper queues only made a thread's
+ * Two measured best on the campaign bench (docs/performance.md, The MJML send): deeper queues only made a thread's
  * backlog wait while another thread idled.
  */
 const TASKS_PER_THREAD = 2;
