@@ -65,6 +65,8 @@ const CAPTURE_GROUP = 100;
  * time, each taking every message that came since the last, once at least CAPTURE_GROUP are waiting (a floor:
  * with several batches writing at once, many small commits cost PostgreSQL more than they save). `finish` commits
  * the rest and rejects with the first commit's error (a message not recorded stays pending: its job runs again).
+ * Not createGroupFlusher: that one answers each mail as its commit ends, since a relay's hand-over slot waits for
+ * it; a captured message has no slot, so only the batch's end waits, and a commit may wait for company.
  */
 export function createCaptureRecorder<T>(write: (group: T[]) => Promise<void>) {
   let waiting: T[] = [];
