@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
-import { convert } from 'html-to-text';
+import { createRequire } from 'node:module';
+import type { convert as Convert } from 'html-to-text';
 import type { Observations } from '../shared/observations.js';
 
 /** A message as the relay gets it. */
@@ -71,8 +72,12 @@ const TEXT_OPTIONS = {
   ],
 };
 
+// Loaded by the first text part made, not at import: most `emk` commands never make one.
+let convert: typeof Convert | null = null;
+
 /** The text alternative of an HTML body: links kept as `text [url]`, images dropped. */
 export function textFromHtml(html: string): string {
+  convert ??= (createRequire(import.meta.url)('html-to-text') as { convert: typeof Convert }).convert;
   return convert(html, TEXT_OPTIONS);
 }
 

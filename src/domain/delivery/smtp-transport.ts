@@ -1,4 +1,5 @@
-import nodemailer from 'nodemailer';
+import { createRequire } from 'node:module';
+import type nodemailer from 'nodemailer';
 import { messageIdHeader, TemporaryDeliveryError, textFromHtml, type DeliveryResult, type OutgoingMail, type Transport } from './mail.js';
 
 const RECIPIENT_COMMANDS = new Set(['RCPT TO', 'DATA']);
@@ -18,7 +19,9 @@ export function createSmtpTransport(options: {
   /** The envelope sender (MAIL FROM, the Return-Path receivers record) for every mail; unset: the From address. */
   returnPath?: string | undefined;
 }): Omit<Transport, 'handOvers'> {
-  const smtp = nodemailer.createTransport({
+  // Loaded here, not at import: a process that captures (the default) never loads nodemailer.
+  const { createTransport } = createRequire(import.meta.url)('nodemailer') as typeof nodemailer;
+  const smtp = createTransport({
     url: options.url,
     pool: true,
     maxConnections: options.maxConnections,
@@ -26,7 +29,7 @@ export function createSmtpTransport(options: {
     connectionTimeout: 10_000,
     greetingTimeout: 10_000,
     socketTimeout: 60_000,
-  } as Parameters<typeof nodemailer.createTransport>[0]);
+  } as Parameters<typeof createTransport>[0]);
 
   return {
     captures: false,

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { errors, jwtVerify, SignJWT } from 'jose';
 import type { Database } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { UnauthorizedError } from '../errors.js';
@@ -11,6 +10,9 @@ import { createUserStore } from './user-store.js';
 const ISSUER = 'emk';
 const AUDIENCE = 'emk:management';
 const SECRET_NAME = 'access_tokens';
+
+/** jose, loaded by the first token issued or checked: commands that never touch a token never load it. */
+const loadJose = () => import('jose');
 
 /**
  * Access tokens: JWTs (HS256) naming the user (`sub`) and the workspace it owns (`wid`), valid `ttlSeconds`.
@@ -49,6 +51,7 @@ export function createAccessTokens(deps: {
     ttlSeconds,
 
     async issue(userId: string, workspaceId: string): Promise<string> {
+      const { SignJWT } = await loadJose();
       const issuedAt = Math.floor(now() / 1000);
       return new SignJWT({ wid: workspaceId })
         .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
@@ -64,7 +67,7 @@ export function createAccessTokens(deps: {
 
     /** The user and workspace the token names; 401 `invalid access token` when it is expired, tampered or no token of ours. */
     async verify(token: string): Promise<{ userId: string; workspaceId: string }> {
-      const secret = await key();
+      const [{ errors, jwtVerify }, secret] = await Promise.all([loadJose(), key()]);
       try {
         const { payload } = await jwtVerify(token, secret, {
           algorithms: ['HS256'],

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Knex } from 'knex';
 import { HeldWrites, type RunScript } from '../deferred-writes.js';
 import type { WriteStats } from '../types.js';
@@ -11,13 +11,13 @@ import { postgresMonthlyPartitions } from './postgres-partitions.js';
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** `$n` placeholders (knex's PostgreSQL form) filled with literals; null when a value has none or the SQL is unusual. */
-function inlinePositional(sql: string, bindings: readonly unknown[] | undefined): string | null {
+function inlinePositional(sql: string, bindings: readonly unknown[] | undefined, literalOf: (value: unknown) => string | null): string | null {
   // Dollar quoting or a `$n` past the bindings would make the textual substitution unsafe.
   if (sql.includes('$$')) return null;
   let failed = false;
   const out = sql.replace(/\$(\d+)/g, (_, n: string) => {
     const index = Number(n) - 1;
-    const literal = index < (bindings?.length ?? 0) ? postgresLiteral(bindings![index]) : null;
+    const literal = index < (bindings?.length ?? 0) ? literalOf(bindings![index]) : null;
     if (literal === null) failed = true;
     return literal ?? '';
   });
@@ -32,7 +32,7 @@ function inlinePositional(sql: string, bindings: readonly unknown[] | undefined)
  * of its own, so the held writes it closes over belong to one knex (and, through the prototype, to the clients
  * knex makes for its transactions); `stats` counts its driver calls.
  */
-function tunedPgClient(stats: WriteStats, planned: PlannedOnce): Constructor {
+function tunedPgClient(stats: WriteStats, planned: PlannedOnce, literalOf: (value: unknown) => string | null): Constructor {
   const Client = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as Constructor;
   const heldWrites = new HeldWrites(stats);
   /** A script of several statements goes as one simple query, one round trip; its last statement's result comes back. */
@@ -52,7 +52,7 @@ function tunedPgClient(stats: WriteStats, planned: PlannedOnce): Constructor {
         return obj;
       }
       // Query options (a row mode, say) need the extended protocol.
-      const inlined = () => (obj.options && Object.keys(obj.options).length > 0 ? null : inlinePositional(obj.sql, obj.bindings));
+      const inlined = () => (obj.options && Object.keys(obj.options).length > 0 ? null : inlinePositional(obj.sql, obj.bindings, literalOf));
       const outcome = await heldWrites.send(connection, obj.sql, runScript, inlined);
       if (outcome.ran) {
         obj.response = outcome.result;
@@ -72,27 +72,36 @@ function tunedPgClient(stats: WriteStats, planned: PlannedOnce): Constructor {
 const quotePgString = (text: string) =>
   text.includes('\\') ? `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'` : `'${text.replaceAll("'", "''")}'`;
 
-const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(value: unknown): unknown };
+/**
+ * node-postgres, loaded when a PostgreSQL database is opened: a process on SQLite (most `emk` commands) never
+ * pays for loading it.
+ */
+function loadNodePostgres(): { pg: typeof pg; prepareValue(value: unknown): unknown } {
+  const require = createRequire(import.meta.url);
+  return { pg: require('pg') as typeof pg, prepareValue: (require('pg/lib/utils.js') as { prepareValue(value: unknown): unknown }).prepareValue };
+}
 
 /**
  * A value as node-postgres would bind it: its text form (pg's own prepareValue) in quotes, a literal of unknown
  * type that PostgreSQL resolves from its context exactly as it resolves a parameter. Buffers and text holding
  * NUL have no literal form here.
  */
-function postgresLiteral(value: unknown): string | null {
-  const text = prepareValue(value);
-  if (text === null || text === undefined) return 'NULL';
-  return typeof text === 'string' && !text.includes('\0') ? quotePgString(text) : null;
-}
+const postgresLiteralWith =
+  (prepareValue: (value: unknown) => unknown) =>
+  (value: unknown): string | null => {
+    const text = prepareValue(value);
+    if (text === null || text === undefined) return 'NULL';
+    return typeof text === 'string' && !text.includes('\0') ? quotePgString(text) : null;
+  };
 
 /**
  * Type parsing for our connections only (not a process-wide side effect): epoch-millisecond columns are
  * bigint, and they fit a JS number exactly (up to 2^53), so they are read as numbers.
  */
-const types = {
+const connectionTypes = (types: typeof pg.types) => ({
   getTypeParser: (oid: number, format: string) =>
-    oid === pg.types.builtins.INT8 ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format as 'text'),
-};
+    oid === types.builtins.INT8 ? (value: string) => Number(value) : types.getTypeParser(oid, format as 'text'),
+});
 
 /** SQLSTATEs of values a column cannot hold (class 22, data exception, and 54000 for an over-long index entry). */
 const INVALID_VALUE: Record<string, InvalidValueReason> = {
@@ -119,6 +128,9 @@ function driverFault(error: unknown): DriverFault | null {
 }
 
 export function postgresDialect(url: string, poolMax = 10): Dialect {
+  const { pg, prepareValue } = loadNodePostgres();
+  const postgresLiteral = postgresLiteralWith(prepareValue);
+  const types = connectionTypes(pg.types);
   const planned = new PlannedOnce(postgresLiteral);
   return {
     name: 'postgres',
@@ -143,7 +155,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       const settings = ['-c jit=off'];
       if (options.lockTimeoutMs !== undefined) settings.push(`-c lock_timeout=${Math.round(options.lockTimeoutMs)}`);
       const stats = options.writeStats ?? { driverCalls: 0, statements: 0 };
-      return { client: tunedPgClient(stats, planned) as unknown as typeof Knex.Client, connection: { connectionString: url, options: settings.join(' '), types }, pool };
+      return { client: tunedPgClient(stats, planned, postgresLiteral) as unknown as typeof Knex.Client, connection: { connectionString: url, options: settings.join(' '), types }, pool };
     },
     writeJson: (value) => JSON.stringify(value ?? null),
     readJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
