@@ -42,6 +42,7 @@ import * as addCampaignAbTests from './202611290400_add_campaign_ab_tests.js';
 import * as createFlowWebhookAttempts from './202611290500_create_flow_webhook_attempts.js';
 import * as partitionEventsByMonth from './202611290600_partition_events_by_month.js';
 import * as compressMessageHtmlWithLz4 from './202611300100_compress_message_html_with_lz4.js';
+import * as createCampaignSplitKeys from './202611300200_create_campaign_split_keys.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
@@ -96,4 +97,5 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611290500_create_flow_webhook_attempts', createFlowWebhookAttempts],
   ['202611290600_partition_events_by_month', partitionEventsByMonth],
   ['202611300100_compress_message_html_with_lz4', compressMessageHtmlWithLz4],
+  ['202611300200_create_campaign_split_keys', createCampaignSplitKeys],
 ];

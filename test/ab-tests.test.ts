@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest';
-import { pickWinner, splitKey, splitTestGroup } from '../src/domain/campaigns/ab-split.js';
+import { pickWinner, splitKey } from '../src/domain/campaigns/ab-split.js';
 import { createServices, emailOptionsOf } from '../src/domain/create-services.js';
 import { openDatabase } from '../src/domain/db/database.js';
+import { campaignAudience } from '../src/domain/segments/audience.js';
 import { runDueJobs, workerOptionsFor } from '../src/worker/worker.js';
 import { runEmk } from './helpers/cli.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
@@ -113,8 +114,9 @@ describeEachDatabase('campaign A/B tests', (h) => {
     expect(messages).toHaveLength(16);
     expect(byVariant(messages)).toEqual({ 0: 6, 1: 5, 2: 5 });
     // The same split computed from the ids alone, as any process on any database would.
-    const expected = splitTestGroup(id, [...emails.keys()].map((contactId) => ({ id: contactId })), { testShare: 0.5, variants: 3, batchSize: 500 });
-    expect(new Map(messages.map((m) => [m.contact_id, m.variant]))).toEqual(new Map(expected.map((e) => [e.id, e.variant])));
+    const ranked = [...emails.keys()].sort((a, b) => splitKey(id, a) - splitKey(id, b) || (a < b ? -1 : 1));
+    const expected = new Map(ranked.slice(0, 16).map((contactId, place) => [contactId, place % 3]));
+    expect(new Map(messages.map((m) => [m.contact_id, m.variant]))).toEqual(expected);
     // Each variant overrides the campaign's subject and/or html, and keeps the rest.
     for (const m of messages) {
       const first = `P${[...emails.keys()].indexOf(m.contact_id)}`;
@@ -134,6 +136,35 @@ describeEachDatabase('campaign A/B tests', (h) => {
     await work();
     expect(new Set((await messagesOf(ws, `campaign_id=${plain}`)).map((m) => m.variant))).toEqual(new Set([null]));
     expect(await report(ws, plain)).not.toHaveProperty('variants');
+  });
+
+  it('the database orders the test group, the audience read a page at a time: equal keys go by contact id byte by byte, batches in order, nothing stays staged', async () => {
+    const ws = await h().workspace();
+    const ids = [...(await subscribers(ws, 11, 'pages')).keys()];
+    const other = await h().workspace();
+    await subscribers(other, 3, 'elsewhere');
+    const id = await campaign(ws, { name: 'Staged' });
+    // Two keys only, so most places are decided by the contact id.
+    const keyOf = (contactId: string) => contactId.charCodeAt(contactId.length - 1) % 2;
+    const queued = await h().services.db.writeTransaction((trx) =>
+      h().services.messages.queueCampaignTestGroup(trx, {
+        campaignId: id,
+        audience: campaignAudience(trx, ws.id, null),
+        splitKey: keyOf,
+        testShare: 0.7,
+        variants: 3,
+        batchSize: 3,
+        now: Date.now(),
+        pageRows: 4,
+      }),
+    );
+    const ranked = [...ids].sort((a, b) => keyOf(a) - keyOf(b) || (a < b ? -1 : 1)).slice(0, 8);
+    expect(queued).toEqual({ recipients: 8, batches: 3 });
+    const rows = await knex()('messages').where({ campaign_id: id }).select('contact_id', 'variant', 'batch');
+    const placed = new Map(rows.map((r) => [r.contact_id, [Number(r.variant), Number(r.batch)]]));
+    expect(placed).toEqual(new Map(ranked.map((contactId, place) => [contactId, [place % 3, Math.floor(place / 3)]])));
+    const [staged] = await knex()('campaign_split_keys').count({ n: '*' });
+    expect(Number(staged!.n)).toBe(0);
   });
 
   /**

@@ -21,7 +21,7 @@ import {
   type Campaign,
   type Variant,
 } from './campaign.schema.js';
-import { pickWinner, splitTestGroup } from './ab-split.js';
+import { pickWinner, splitKey } from './ab-split.js';
 import type { CampaignReport } from './campaign.schema.js';
 import { createCampaignStore, type CampaignRow } from './campaign-store.js';
 
@@ -97,12 +97,14 @@ export function createCampaignService(deps: {
   /** An A/B campaign's start: its test group (campaigns/ab-split.ts) is queued, each recipient with a variant. */
   async function startTest(trx: Knex.Transaction, row: CampaignRow, abTest: AbTest, variants: number): Promise<{ recipients: number; status: 'testing' }> {
     const now = clock();
-    const audience: Array<{ id: string; workspace_id: string; email: string }> = await campaignAudience(trx, row.workspace_id, row.segment_id);
-    const group = splitTestGroup(row.id, audience, { testShare: abTest.test_share, variants, batchSize: CAMPAIGN_BATCH_SIZE });
     const { recipients, batches } = await messages.queueCampaignTestGroup(trx, {
       campaignId: row.id,
+      audience: campaignAudience(trx, row.workspace_id, row.segment_id),
+      splitKey: (contactId) => splitKey(row.id, contactId),
+      testShare: abTest.test_share,
+      variants,
+      batchSize: CAMPAIGN_BATCH_SIZE,
       now,
-      rows: group.map((m) => ({ contact_id: m.id, workspace_id: m.workspace_id, email: m.email, variant: m.variant, batch: m.batch })),
     });
     await store.update(trx, row.id, { status: 'testing', started_at: now, recipients, updated_at: now });
     if (recipients === 0) await endTestIn(trx, row, abTest);

@@ -56,6 +56,9 @@ export interface RelayedMessage {
 /** What a relay's webhook reports of a message: its status, one more soft bounce, or its delivery. */
 export type RelayReport = 'bounced' | 'complained' | 'soft_bounce' | 'delivered';
 
+/** Audience rows read per page while an A/B test's split keys are staged. */
+const SPLIT_PAGE_ROWS = 5_000;
+
 const UNFINISHED: MessageStatus[] = ['queued', 'sending'];
 /** Handed over: a message a relay later reported bounced or complained about was sent all the same. */
 const DELIVERED: MessageStatus[] = ['sent', 'captured', 'bounced', 'complained'];
@@ -193,34 +196,60 @@ export function createMessageStore(dialect: Dialect) {
     },
 
     /**
-     * An A/B test's group: a `queued` message per recipient, with its variant and batch, keyed like every campaign
-     * message (a second run adds nobody). Returns how many messages the campaign has and its batch count.
+     * An A/B test's group (campaigns/ab-split.ts): a `queued` message for each of the first `round(testShare ×
+     * audience)` recipients (all at 1) ordered by split key, then contact id byte by byte; dealt to the variants in
+     * turn and cut into batches of `batchSize` in that order. The audience is read a page at a time and staged
+     * with its keys (`campaign_split_keys`, emptied again here), so the database sorts and the process holds one
+     * page whatever the audience. Keyed like every campaign message (a second run adds nobody). Returns how many
+     * messages the campaign has and its batch count.
      */
     async insertCampaignTestGroup(
       trx: Knex.Transaction,
-      args: { campaignId: string; now: number; rows: Array<{ contact_id: string; workspace_id: string; email: string; variant: number; batch: number }> },
+      args: {
+        campaignId: string;
+        /** The audience (segments/audience.ts): contacts as `c`. */
+        audience: Knex.QueryBuilder;
+        splitKey: (contactId: string) => number;
+        testShare: number;
+        variants: number;
+        batchSize: number;
+        now: number;
+        /** Audience rows read per page (a test's small pages cross several). */
+        pageRows?: number;
+      },
     ): Promise<{ recipients: number; batches: number }> {
-      for (const part of chunk(args.rows, chunkSizeFor(dialect, 12))) {
-        await trx('messages')
-          .insert(
-            part.map((r) => ({
-              id: uuidv7(args.now),
-              workspace_id: r.workspace_id,
-              contact_id: r.contact_id,
-              campaign_id: args.campaignId,
-              dedupe_key: `c:${args.campaignId}:${r.contact_id}`,
-              batch: r.batch,
-              variant: r.variant,
-              message_type: 'marketing',
-              to_email: r.email,
-              status: 'queued',
-              created_at: args.now,
-              updated_at: args.now,
-            })),
-          )
-          .onConflict('dedupe_key')
-          .ignore();
+      const pageRows = args.pageRows ?? SPLIT_PAGE_ROWS;
+      // Pages by email key: the contacts' (workspace, email key) index gives them in order, so each page is an
+      // index range (by id, SQLite sorted the whole audience for every page). A contact whose email changes
+      // between pages may be read twice (kept once) or not at all (then the winner reaches them).
+      for (let after: string | null = null; ; ) {
+        const page = args.audience.clone().clearSelect().select('c.id', 'c.email_key').orderBy('c.email_key').limit(pageRows);
+        if (after !== null) page.where('c.email_key', '>', after);
+        const rows = (await page) as Array<{ id: string; email_key: string }>;
+        for (const part of chunk(rows, chunkSizeFor(dialect, 3))) {
+          await trx('campaign_split_keys')
+            .insert(part.map((row) => ({ campaign_id: args.campaignId, contact_id: row.id, split_key: args.splitKey(row.id) })))
+            .onConflict(['campaign_id', 'contact_id'])
+            .ignore();
+        }
+        if (rows.length < pageRows) break;
+        after = rows[rows.length - 1]!.email_key;
       }
+      const [counted] = await trx('campaign_split_keys').where({ campaign_id: args.campaignId }).count({ n: '*' });
+      const staged = Number(counted?.n ?? 0);
+      const size = args.testShare >= 1 ? staged : Math.round(args.testShare * staged);
+      // Written in contact order, so the messages' indexes grow at their ends (in key order: half the speed).
+      await trx.raw(
+        `INSERT INTO messages (id, workspace_id, contact_id, campaign_id, dedupe_key, batch, variant, message_type, to_email, status, created_at, updated_at)
+         SELECT ${dialect.newIdSql}, c.workspace_id, c.id, ?, ? || c.id, (s.place - 1) / ?, (s.place - 1) % ?, 'marketing', c.email, 'queued', ?, ?
+         FROM (SELECT contact_id, ROW_NUMBER() OVER (ORDER BY split_key, ${dialect.bytewise('contact_id')}) AS place FROM campaign_split_keys WHERE campaign_id = ?) s
+         JOIN contacts c ON c.id = s.contact_id
+         WHERE s.place <= ?
+         ORDER BY c.id
+         ON CONFLICT (dedupe_key) DO NOTHING`,
+        [args.campaignId, `c:${args.campaignId}:`, args.batchSize, args.variants, args.now, args.now, args.campaignId, size],
+      );
+      await trx('campaign_split_keys').where({ campaign_id: args.campaignId }).delete();
       return campaignSize(trx, args.campaignId);
     },
 
