@@ -30,13 +30,21 @@ export function createTableGrowth(knex: Knex, dialect: Dialect) {
   let running: Promise<void> = Promise.resolve();
   let busy = false;
 
+  /**
+   * Passes over the tables until one analyses none: rows reported while an analysis ran were not looked at by the
+   * pass under way, and the load that reported them may have ended (its last batches then stay unanalysed).
+   */
   async function analyseGrown(): Promise<void> {
-    for (const [table, state] of tables) {
-      if (state.analysedRows === null) state.analysedRows = await dialect.analysedRows(knex, table);
-      if (state.addedSince < Math.max(MIN_GROWTH_ROWS, state.analysedRows * GROWTH_SHARE)) continue;
-      state.addedSince = 0;
-      await dialect.analyzeAfterBulkLoad(knex, [table]);
-      state.analysedRows = await dialect.analysedRows(knex, table);
+    for (let analysed = true; analysed; ) {
+      analysed = false;
+      for (const [table, state] of tables) {
+        if (state.analysedRows === null) state.analysedRows = await dialect.analysedRows(knex, table);
+        if (state.addedSince < Math.max(MIN_GROWTH_ROWS, state.analysedRows * GROWTH_SHARE)) continue;
+        state.addedSince = 0;
+        await dialect.analyzeAfterBulkLoad(knex, [table]);
+        state.analysedRows = await dialect.analysedRows(knex, table);
+        analysed = true;
+      }
     }
   }
 
