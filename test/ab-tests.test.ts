@@ -57,7 +57,7 @@ describeEachDatabase('campaign A/B tests', (h) => {
       [{ ...base, ab_test: ab }, /^invalid request: variants is required with ab_test$/],
       [{ ...base, variants: [{ subject: 'A' }], ab_test: ab }, /variants must have at least 2 entries/],
       [{ ...base, variants: [...two, ...two, { subject: 'E' }], ab_test: ab }, /variants must have at most 4 entries/],
-      [{ ...base, variants: [{ subject: 'A' }, {}], ab_test: ab }, /variants\[1\] must set subject or html/],
+      [{ ...base, variants: [{ subject: 'A' }, {}], ab_test: ab }, /variants\[1\] must set subject, html or text/],
       [{ ...base, variants: [{ subject: 'A' }, { subject: '' }], ab_test: ab }, /variants\[1\]\.subject must not be empty/],
       [{ ...base, variants: [{ subject: 'A' }, { html: '{% if %}' }], ab_test: ab }, /^html: |variants\[1\]\.html: /],
       [{ ...base, variants: [{ subject: '{{ x' }, { subject: 'B' }], ab_test: ab }, /variants\[0\]\.subject: /],
@@ -136,6 +136,67 @@ describeEachDatabase('campaign A/B tests', (h) => {
     await work();
     expect(new Set((await messagesOf(ws, `campaign_id=${plain}`)).map((m) => m.variant))).toEqual(new Set([null]));
     expect(await report(ws, plain)).not.toHaveProperty('variants');
+  });
+
+  it("a variant's text part is its own, else made from its own html, else the campaign's; a variant is checked and sent in the campaign's format, and previewed by index", async () => {
+    const ws = await h().workspace();
+    const ab = { test_share: 1, metric: 'unique_opens', wait_minutes: 60 };
+    const mjml = (words: string) => `<mjml><mj-body><mj-section><mj-column><mj-text>${words}</mj-text></mj-column></mj-section></mj-body></mjml>`;
+    const base = { name: 'Parts', subject: 'Base', format: 'mjml', html: mjml('Base words'), text: 'Base text for {{ contact.first_name }}' };
+    const variants = [{ subject: 'Subject only' }, { html: mjml('Second words') }, { html: mjml('Third words'), text: 'Third text' }, { text: 'Fourth text' }];
+
+    // A variant's html is in the campaign's format: broken MJML is a 400 naming the variant's field and the line.
+    const broken = { html: '<mjml>\n<mj-body>\n<mj-column><mj-text>x</mj-text></mj-column>\n</mj-body>\n</mjml>' };
+    const refused = await api(ws, 'POST', '/campaigns', { ...base, variants: [variants[0], broken], ab_test: ab });
+    expect(refused.statusCode).toBe(400);
+    expect(refused.json().error).toMatch(/^variants\[1\]\.html: line 3: mj-column cannot be used inside mj-body/);
+    expect((await api(ws, 'POST', '/campaigns', { ...base, variants: [variants[0], { text: '{% if %}' }], ab_test: ab })).json().error).toMatch(/^variants\[1\]\.text: /);
+    // A PATCH of the format alone checks the variants' html in the new format.
+    const html = await campaign(ws, { html: HTML, variants: [{ subject: 'A' }, { html: '<p>plain</p>' }], ab_test: ab });
+    const toMjml = await api(ws, 'PATCH', `/campaigns/${html}`, { format: 'mjml', html: mjml('now MJML') });
+    expect(toMjml.statusCode).toBe(400);
+    expect(toMjml.json().error).toMatch(/^variants\[1\]\.html: line 1: an MJML template starts with <mjml>/);
+    expect((await get(ws, html)).format).toBe('html');
+
+    const emails = await subscribers(ws, 4, 'parts');
+    const id = await campaign(ws, { ...base, variants, ab_test: ab });
+    expect((await get(ws, id)).variants).toEqual(variants);
+    const [ann] = emails.keys();
+
+    // The preview of a variant is that variant's message; an index the campaign lacks is a 400 naming variant.
+    const preview = async (variant?: number | string) => api(ws, 'POST', `/campaigns/${id}/preview`, { contact_id: ann, ...(variant === undefined ? {} : { variant }) });
+    expect((await preview()).json()).toMatchObject({ subject: 'Base', text: expect.stringContaining('Base text for P0') });
+    expect((await preview(0)).json()).toMatchObject({ subject: 'Subject only', text: expect.stringContaining('Base text for P0') });
+    const second = (await preview(1)).json();
+    expect(second.html).toContain('Second words');
+    expect(second.text).toContain('Second words');
+    expect(second.text).not.toContain('Base');
+    expect((await preview(3)).json()).toMatchObject({ html: expect.stringContaining('Base words'), text: expect.stringContaining('Fourth text') });
+    for (const [variant, error] of [[4, /^invalid request: variant must be less than 4$/], [-1, /variant/], ['x', /variant/]] as const) {
+      const reply = await preview(variant);
+      expect(reply.statusCode, String(variant)).toBe(400);
+      expect(reply.json().error).toMatch(error);
+    }
+    const page = await api(ws, 'GET', `/campaigns/${id}/preview.html?contact_id=${ann}&variant=2`);
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain('Third words');
+    const plain = await campaign(ws, { name: 'Plain' });
+    expect((await api(ws, 'POST', `/campaigns/${plain}/preview`, { contact_id: ann, variant: 0 })).json().error).toBe('invalid request: variant is only for an A/B campaign');
+
+    // Sent: every variant's html compiled from MJML; each text part as the rule says.
+    await api(ws, 'POST', `/campaigns/${id}/send`);
+    await work();
+    const messages = await messagesOf(ws, `campaign_id=${id}`);
+    expect(byVariant(messages)).toEqual({ 0: 1, 1: 1, 2: 1, 3: 1 });
+    const sent = (variant: number) => messages.find((m) => m.variant === variant)!;
+    const first = (m: Record<string, any>) => `P${[...emails.keys()].indexOf(m.contact_id)}`;
+    for (const m of messages) expect(m.html).not.toContain('<mj-');
+    expect(sent(0)).toMatchObject({ subject: 'Subject only', html: expect.stringContaining('Base words'), text: expect.stringContaining(`Base text for ${first(sent(0))}`) });
+    expect(sent(1).html).toContain('Second words');
+    expect(sent(1).text).toContain('Second words');
+    expect(sent(1).text).not.toContain('Base');
+    expect(sent(2)).toMatchObject({ html: expect.stringContaining('Third words'), text: expect.stringContaining('Third text') });
+    expect(sent(3)).toMatchObject({ subject: 'Base', html: expect.stringContaining('Base words'), text: expect.stringContaining('Fourth text') });
   });
 
   it('the database orders the test group, the audience read a page at a time: equal keys go by contact id byte by byte, batches in order, nothing stays staged', async () => {

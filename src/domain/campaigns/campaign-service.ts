@@ -58,13 +58,25 @@ export function createCampaignService(deps: {
 
   /**
    * An A/B test needs both its variants and its settings (or neither); each variant's templates are checked like
-   * the campaign's own, a 400 naming `variants[i].subject` / `variants[i].html`.
+   * the campaign's own, in the campaign's format, a 400 naming `variants[i].subject` / `.html` / `.text`.
    */
-  async function checkAbTest(variants: Variant[] | null, abTest: AbTest | null) {
+  async function checkAbTest(variants: Variant[] | null, abTest: AbTest | null, format: ContentFormat) {
     if ((variants === null) !== (abTest === null)) {
       throw new ValidationError(`invalid request: ${variants === null ? 'variants' : 'ab_test'} is required with ${variants === null ? 'ab_test' : 'variants'}`);
     }
-    for (const [i, variant] of (variants ?? []).entries()) await templates.check(variant, `variants[${i}].`);
+    for (const [i, variant] of (variants ?? []).entries()) await templates.check({ ...variant, format }, `variants[${i}].`);
+  }
+
+  /**
+   * What a variant's recipients get: its subject, html and text in place of the campaign's. Text written for the
+   * campaign's HTML would not match a variant's own, so a variant with html and no text has its text part made
+   * from its HTML.
+   */
+  function contentOf(row: CampaignRow, variant: number | null): CampaignRow {
+    const override = variant === null ? undefined : row.variants?.[variant];
+    if (!override) return row;
+    const text = override.text ?? (override.html === undefined ? row.text : null);
+    return { ...row, subject: override.subject ?? row.subject, html: override.html ?? row.html, text };
   }
 
   /** A campaign's segment must be one of the workspace's (checked in the saving transaction). */
@@ -141,7 +153,7 @@ export function createCampaignService(deps: {
     await jobs.enqueue(trx, rest);
   }
 
-  /** A batch's messages, each with its variant's subject and html in place of the campaign's. */
+  /** A batch's messages, each with its variant's content in place of the campaign's. */
   async function deliverBatch(row: CampaignRow, pending: PendingMessage[]) {
     const groups = new Map<number | null, PendingMessage[]>();
     for (const m of pending) {
@@ -151,10 +163,8 @@ export function createCampaignService(deps: {
     }
     let later: RetryJobLater | DeferJob | null = null;
     for (const [variant, group] of groups) {
-      const override = variant === null ? undefined : row.variants?.[variant];
-      const content = { ...row, subject: override?.subject ?? row.subject, html: override?.html ?? row.html };
       try {
-        await messages.deliver(row.workspace_id, group, content, { settle: (trx, skipped) => store.addSkipped(trx, row.id, skipped) });
+        await messages.deliver(row.workspace_id, group, contentOf(row, variant), { settle: (trx, skipped) => store.addSkipped(trx, row.id, skipped) });
       } catch (error) {
         // A variant's mails that must wait do not hold back the others': the job runs again for what is left.
         if (!(error instanceof RetryJobLater || error instanceof DeferJob)) throw error;
@@ -231,7 +241,7 @@ export function createCampaignService(deps: {
     async create(workspaceId: string, body: unknown): Promise<Campaign> {
       const input = parseInput(campaignCreateSchema, body);
       await checkTemplates(input);
-      await checkAbTest(input.variants ?? null, input.ab_test ?? null);
+      await checkAbTest(input.variants ?? null, input.ab_test ?? null, input.format ?? 'html');
       await deps.senders.checkFromEmail(workspaceId, input.from_email, 'from_email');
       const now = clock();
       const row: CampaignRow = {
@@ -281,8 +291,9 @@ export function createCampaignService(deps: {
       return writeTransaction(async (trx) => {
         const draft = await loadDraft(trx, workspaceId, id);
         await checkSegment(trx, workspaceId, input.segment_id);
-        if (input.variants !== undefined || input.ab_test !== undefined) {
-          await checkAbTest(input.variants === undefined ? draft.variants : input.variants, input.ab_test === undefined ? draft.ab_test : input.ab_test);
+        // A new format is a new language for the variants' html too.
+        if (input.variants !== undefined || input.ab_test !== undefined || input.format !== undefined) {
+          await checkAbTest(input.variants === undefined ? draft.variants : input.variants, input.ab_test === undefined ? draft.ab_test : input.ab_test, input.format ?? draft.format);
         }
         const patch = Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
         await store.update(trx, id, { ...patch, updated_at: clock() });
@@ -321,13 +332,16 @@ export function createCampaignService(deps: {
       return { ...report, variants: variants.map((v) => ({ ...v, winner: v.index === row.ab_winner })) };
     },
 
-    /** POST /campaigns/{id}/preview: the message as this contact would get it; nothing is sent or stored. */
+    /** POST /campaigns/{id}/preview: the message as this contact would get it (of one variant); nothing is sent or stored. */
     async preview(workspaceId: string, id: string, body: unknown) {
-      const { contact_id } = parseInput(campaignPreviewSchema, body);
+      const { contact_id, variant } = parseInput(campaignPreviewSchema, body);
       const row = await load(knex, workspaceId, id);
+      if (variant !== undefined && variant >= (row.variants?.length ?? 0)) {
+        throw new ValidationError(`invalid request: variant ${row.variants ? `must be less than ${row.variants.length}` : 'is only for an A/B campaign'}`);
+      }
       const contact = await contactLookup.findById(knex, workspaceId, contact_id);
       if (!contact) throw new NotFoundError('contact not found');
-      return messages.preview(workspaceId, contact, row);
+      return messages.preview(workspaceId, contact, contentOf(row, variant ?? null));
     },
   };
 }

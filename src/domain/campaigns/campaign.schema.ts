@@ -20,10 +20,10 @@ export type AbMetric = (typeof AB_METRICS)[number];
 /** The longest wait between the test group's send and the winner's: 30 days. */
 export const MAX_AB_WAIT_MINUTES = 43_200;
 
-/** One variant: the campaign's subject and/or html in its place (at least one of them). */
+/** One variant: the campaign's subject, html and/or text part in its place (at least one of them). */
 export const variantSchema = z
-  .object({ subject: text(2_000).optional(), html: template.optional() })
-  .refine((v) => v.subject !== undefined || v.html !== undefined, 'must set subject or html');
+  .object({ subject: text(2_000).optional(), html: template.optional(), text: template.optional() })
+  .refine((v) => v.subject !== undefined || v.html !== undefined || v.text !== undefined, 'must set subject, html or text');
 export type Variant = z.output<typeof variantSchema>;
 
 export const abTestSchema = z
@@ -65,7 +65,8 @@ export const campaignSendSchema = z.object({
     .optional(),
 });
 
-export const campaignPreviewSchema = z.object({ contact_id: text(36) });
+/** `variant`: an A/B campaign's variant (its index) instead of the campaign's own content. */
+export const campaignPreviewSchema = z.object({ contact_id: text(36), variant: z.coerce.number().int().min(0).optional() });
 
 export interface Campaign {
   id: string;
@@ -103,7 +104,7 @@ export const campaignRecordSchema = z.object({
   send_at: z.string().nullable(),
   sent_at: z.string().nullable(),
   recipients: z.number().int().nullable(),
-  variants: z.array(z.object({ subject: z.string().optional(), html: z.string().optional() })).nullable(),
+  variants: z.array(z.object({ subject: z.string().optional(), html: z.string().optional(), text: z.string().optional() })).nullable(),
   ab_test: z
     .object({
       test_share: z.number(),
