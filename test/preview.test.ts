@@ -157,6 +157,24 @@ describeEachDatabase('preview pages (preview.html) in Chromium', (h) => {
     expect((await api(ws, 'POST', '/events', { contact_id: ann, event_name: 'reviewed', properties: { product: 'Mug 1' } })).statusCode).toBeLessThan(300);
     await sendingHelpers(h).work();
     expect((await get('1')).body).toContain('Thanks Ann for Mug 1');
+    // A later enrolment is what the preview shows by default; enrollment_id picks one (its contact implied).
+    expect((await api(ws, 'POST', '/events', { contact_id: ann, event_name: 'reviewed', properties: { product: 'Mug 2' } })).statusCode).toBeLessThan(300);
+    await sendingHelpers(h).work();
+    expect((await get('1')).body).toContain('Thanks Ann for Mug 2');
+    const enrolments = (await api(ws, 'GET', `/flows/${flowId}/enrollments`)).json().data as Array<{ id: string; contact_id: string }>;
+    expect(enrolments).toHaveLength(2);
+    const first = [...enrolments].sort((a, b) => (a.id < b.id ? -1 : 1))[0]!.id;
+    const byEnrolment = (query: string) => h().request({ method: 'GET', url: `/api/v1/flows/${flowId}/steps/1/preview.html?${query}`, key: ws.apiKey });
+    expect((await byEnrolment(`contact_id=${ann}&enrollment_id=${first}`)).body).toContain('Thanks Ann for Mug 1');
+    expect((await byEnrolment(`enrollment_id=${first}`)).body).toContain('Thanks Ann for Mug 1');
+    const bob = (await api(ws, 'POST', '/contacts', { email: 'bob-preview@example.com', properties: { first_name: 'Bob' } })).json().id;
+    const another = await byEnrolment(`contact_id=${bob}&enrollment_id=${first}`);
+    expect(another.statusCode).toBe(400);
+    expect(another.json().error).toBe("invalid request: enrollment_id names another contact's enrolment");
+    expect((await byEnrolment(`enrollment_id=nothing-like-it`)).statusCode).toBe(404);
+    const neither = await byEnrolment('');
+    expect(neither.statusCode).toBe(400);
+    expect(neither.json().error).toMatch(/^invalid request: contact_id is required/);
 
     const delay = await get('0');
     expect(delay.statusCode).toBe(400);
@@ -183,5 +201,8 @@ describeEachDatabase('preview pages (preview.html) in Chromium', (h) => {
     expect(inside.statusCode, inside.body).toBe(200);
     expect(inside.body).toContain('Nested for Ann');
     for (const path of ['2.yes.0', '2.no.1', '3']) expect((await nested(path)).statusCode, path).toBe(404);
+    // An enrolment of another flow is not found in this one.
+    const elsewhere = await h().request({ method: 'GET', url: `/api/v1/flows/${branched.json().id}/steps/2.no.0/preview.html?enrollment_id=${first}`, key: ws.apiKey });
+    expect([elsewhere.statusCode, elsewhere.json().error]).toEqual([404, 'enrollment not found']);
   });
 });

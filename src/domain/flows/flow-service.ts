@@ -215,20 +215,26 @@ export function createFlowService(deps: {
 
     /**
      * An email step's message as this contact would get it (GET /flows/{id}/steps/{path}/preview.html): the trigger
-     * as their latest enrolment in the flow saw it (none: without event, order or cart); nothing sent or stored.
+     * as the named enrolment, else their latest enrolment in the flow, saw it (none: without event, order or
+     * cart); nothing sent or stored.
      */
     async previewStep(workspaceId: string, id: string, params: unknown, query: unknown) {
       const { path } = parseInput(stepPathSchema, params);
-      const { contact_id } = parseInput(stepPreviewQuerySchema, query);
+      const { contact_id, enrollment_id } = parseInput(stepPreviewQuerySchema, query);
       const row = await load(knex, workspaceId, id);
       const step = stepAt(row.steps, path);
       if (step.type !== 'email') throw new ValidationError(`invalid request: path names a ${step.type} step, not an email step`);
-      const contact = await deps.contactLookup.findById(knex, workspaceId, contact_id);
+      // The flow was loaded in the workspace, so an enrolment found in it is the workspace's.
+      const enrollment = await store.enrollmentContext(knex, id, enrollment_id === undefined ? { contact_id: contact_id! } : { id: enrollment_id });
+      if (enrollment_id !== undefined && !enrollment) throw new NotFoundError('enrollment not found');
+      if (enrollment_id !== undefined && contact_id !== undefined && enrollment!.contact_id !== contact_id) {
+        throw new ValidationError("invalid request: enrollment_id names another contact's enrolment");
+      }
+      const contact = await deps.contactLookup.findById(knex, workspaceId, contact_id ?? enrollment!.contact_id);
       if (!contact) throw new NotFoundError('contact not found');
       const email = step as EmailStep;
       const content = { subject: email.subject, html: email.html, format: email.format, text: email.text ?? null, from_email: email.from_email ?? null, from_name: email.from_name ?? null };
-      const variables = (await store.latestContext(knex, id, contact_id)) ?? {};
-      return messages.preview(workspaceId, contact, content, { variables, messageType: row.message_type });
+      return messages.preview(workspaceId, contact, content, { variables: enrollment?.context ?? {}, messageType: row.message_type });
     },
 
     async report(workspaceId: string, id: string): Promise<FlowReport> {

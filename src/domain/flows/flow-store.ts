@@ -177,10 +177,13 @@ export function createFlowStore(dialect: Dialect) {
       return inserted;
     },
 
-    /** What the contact's latest enrolment in the flow saw of its trigger (a step's preview), or null. */
-    async latestContext(db: Db, flowId: string, contactId: string): Promise<TriggerContext | null> {
-      const row = await db('flow_enrollments').where({ flow_id: flowId, contact_id: contactId }).orderBy('id', 'desc').first('context');
-      return row ? (dialect.readJson<TriggerContext>(row.context) ?? {}) : null;
+    /**
+     * What an enrolment in the flow saw of its trigger, and whose it is (a step's preview): the one named, or the
+     * contact's latest; null when there is none.
+     */
+    async enrollmentContext(db: Db, flowId: string, which: { id: string } | { contact_id: string }): Promise<{ contact_id: string; context: TriggerContext } | null> {
+      const row = await db('flow_enrollments').where({ flow_id: flowId, ...which }).orderBy('id', 'desc').first('contact_id', 'context');
+      return row ? { contact_id: row.contact_id, context: dialect.readJson<TriggerContext>(row.context) ?? {} } : null;
     },
 
     async findEnrollments(db: Db, ids: string[]): Promise<EnrollmentRow[]> {

@@ -187,7 +187,10 @@ export const enrollmentRecordSchema = z.object({
 export const stepPathSchema = z.object({
   path: text(200).regex(/^\d{1,3}(\.[a-z_]{1,32}\.\d{1,3})*$/, 'must be a step index such as 2, or a nested path such as 2.yes.0'),
 });
-export const stepPreviewQuerySchema = z.object({ contact_id: text(36) });
+/** `enrollment_id`: render with what that enrolment saw of its trigger (and for its contact); else the contact's latest. */
+export const stepPreviewQuerySchema = z
+  .object({ contact_id: text(36).optional(), enrollment_id: text(36).optional() })
+  .refine((q) => q.contact_id !== undefined || q.enrollment_id !== undefined, { message: 'is required (or enrollment_id)', path: ['contact_id'] });
 
 export const enrollmentListQuerySchema = z.object({ status: z.enum(ENROLLMENT_STATUSES).optional() });
 
