@@ -15,7 +15,7 @@ type Row = Record<string, any>;
  * The receiving end of webhook steps: each flow's calls, answered from that flow's queue (then 200), each
  * signature verified. Keyed by flow, so a late retry of one test's call can never take another test's answer.
  */
-const calls = new Map<string, Array<{ body: Row; valid: boolean; at: number }>>();
+const calls = new Map<string, Array<{ body: Row; valid: boolean; at: number; headers: http.IncomingHttpHeaders }>>();
 const answers = new Map<string, Array<number | 'hang'>>();
 const callsTo = (flowId: string) => calls.get(flowId) ?? [];
 const answerNext = (flowId: string, answer: number | 'hang') => answers.set(flowId, [...(answers.get(flowId) ?? []), answer]);
@@ -26,7 +26,7 @@ const server = http.createServer((req, res) => {
   req.on('end', () => {
     const expected = `sha256=${createHmac('sha256', SECRET).update(raw).digest('hex')}`;
     const body = JSON.parse(raw);
-    calls.set(body.flow_id, [...callsTo(body.flow_id), { body, valid: req.headers['x-emk-signature'] === expected, at: Date.now() }]);
+    calls.set(body.flow_id, [...callsTo(body.flow_id), { body, valid: req.headers['x-emk-signature'] === expected, at: Date.now(), headers: req.headers }]);
     const answer = answers.get(body.flow_id)?.shift() ?? 200;
     if (answer === 'hang') return;
     res.writeHead(answer).end();
@@ -74,6 +74,7 @@ describeEachDatabase(
       const ws = await h().workspace();
       const branch = (yes: unknown[] = [], extra: Row = {}) => ({ type: 'branch', conditions: { all: [{ property: 'country', operator: 'equals', value: 'DE' }] }, yes, no: [], ...extra });
       const deep = (n: number): Row => (n === 0 ? email('deep') : branch([deep(n - 1)]));
+      const hooked = (headers: Row) => ({ type: 'webhook', url: 'https://hooks.example.com/', headers });
       const bad: Array<[unknown[], RegExp]> = [
         [[email('a'), branch([], { conditions: { all: [{ property: 'x', operator: 'sounds_like', value: 1 }] } })], /^invalid request: steps\[1\]\.conditions\.all\[0\]\.operator/],
         [[branch([branch([{ type: 'email', subject: 'S', html: '{% if %}' }])])], /^steps\[0\]\.yes\[0\]\.yes\[0\]\.html: /],
@@ -90,6 +91,14 @@ describeEachDatabase(
         [[{ type: 'webhook', url: 'https://10.0.0.1/' }], /steps\[0\]\.url names a loopback/],
         [[{ type: 'webhook', url: 'https://localhost/' }], /steps\[0\]\.url names a loopback/],
         [[{ type: 'webhook', url: 'https://hooks.example.com/', secret: 'short' }], /steps\[0\]\.secret must be at least 16/],
+        [[hooked({ 'Bad Name': 'x' })], /^invalid request: steps\[0\]\.headers\.Bad Name must be a header name/],
+        [[hooked({ 'X-Emk-Signature': 'forged' })], /^invalid request: steps\[0\]\.headers\.X-Emk-Signature is set by emk, not by the step$/],
+        [[hooked({ Host: 'elsewhere.example.com' })], /steps\[0\]\.headers\.Host is set by emk/],
+        [[hooked({ 'X-Token': 'a\r\nX-Injected: 1' })], /^invalid request: steps\[0\]\.headers\.X-Token must hold no line break or control character$/],
+        [[hooked({ 'X-Token': 'x'.repeat(1001) })], /steps\[0\]\.headers\.X-Token must be at most 1000 characters/],
+        [[hooked({ 'X-Token': 7 })], /steps\[0\]\.headers\.X-Token must be a string/],
+        [[hooked(Object.fromEntries(Array.from({ length: 11 }, (_, i) => [`X-H${i}`, 'v'])))], /^invalid request: steps\[0\]\.headers must have at most 10 entries$/],
+        [[hooked({ 'X-Token': 'a', 'x-token': 'b' })], /^invalid request: steps\[0\]\.headers must not name a header twice$/],
       ];
       for (const [steps, message] of bad) {
         const reply = await api(ws, 'POST', '/flows', { name: 'F', trigger: { type: 'order_placed' }, steps });
@@ -197,7 +206,7 @@ describeEachDatabase(
     it('a webhook step posts the contact and trigger signed, records the attempt, and the flow goes on', async () => {
       const ws = await h().workspace();
       const who = await contact(ws, 'subscribed', { first_name: 'Ada' });
-      const id = await flow(ws, { steps: [{ type: 'webhook', url: hookUrl, secret: SECRET }, email('After the hook')] });
+      const id = await flow(ws, { steps: [{ type: 'webhook', url: hookUrl, secret: SECRET, headers: { Authorization: 'Bearer partner-key', 'X-Shop': 'demo' } }, email('After the hook')] });
       await go(ws, who, 'go', { sku: 'A-1' });
       await work();
       const [enrollment] = await enrollments(ws, id);
@@ -211,6 +220,8 @@ describeEachDatabase(
         trigger: { type: 'event', event: { name: 'go', properties: { sku: 'A-1' } } },
       });
       expect(Object.keys(callsTo(id)[0]!.body).sort()).toEqual(['contact', 'enrollment_id', 'flow_id', 'trigger']);
+      // The step's headers, and the key a receiver deduplicates by (a retry carries the same one).
+      expect(callsTo(id)[0]!.headers).toMatchObject({ authorization: 'Bearer partner-key', 'x-shop': 'demo', 'x-emk-idempotency-key': `${enrollment!.id}:0` });
       expect(await subjectsOf(ws, id, who)).toEqual(['After the hook']);
       const [attempt] = await attempts(ws, id);
       expect(attempt).toMatchObject({ enrollment_id: enrollment!.id, step: 0, attempt: 1, status_code: 200, error: null });
@@ -231,6 +242,8 @@ describeEachDatabase(
       }
       expect(callsTo(id).map((r) => r.valid)).toEqual([true, true]);
       expect(callsTo(id)[1]!.at - callsTo(id)[0]!.at).toBeGreaterThanOrEqual(900);
+      // The retry is the same delivery: the same idempotency key.
+      expect(new Set(callsTo(id).map((r) => r.headers['x-emk-idempotency-key']))).toEqual(new Set([`${(await enrollments(ws, id))[0]!.id}:0`]));
       const rows = await attempts(ws, id);
       expect(rows.map((a) => [a.attempt, a.status_code, a.error])).toEqual([
         [2, 200, null],

@@ -50,13 +50,13 @@ describe('webhook guard (no server-side request forgery)', () => {
 });
 
 describe('webhook calls', () => {
-  const received: Array<{ url: string; body: string; signature: string | undefined }> = [];
+  const received: Array<{ url: string; body: string; signature: string | undefined; headers: http.IncomingHttpHeaders }> = [];
   let answer: (res: http.ServerResponse) => void = (res) => res.end('ok');
   const server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
     req.on('end', () => {
-      received.push({ url: req.url ?? '', body, signature: req.headers['x-emk-signature'] as string | undefined });
+      received.push({ url: req.url ?? '', body, signature: req.headers['x-emk-signature'] as string | undefined, headers: req.headers });
       answer(res);
     });
   });
@@ -67,12 +67,15 @@ describe('webhook calls', () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
   const allowed = { allowHosts: new Set(['127.0.0.1']), timeoutMs: 300, retryBaseMs: 10 };
+  const SIGNING = { secret: 's', idempotencyKey: 'k' };
 
-  it('posts the body signed with HMAC-SHA256 of the body', async () => {
+  it('posts the body signed with HMAC-SHA256 of the body, with the idempotency key and the step’s headers (emk’s own win)', async () => {
     received.length = 0;
-    const result = await callWebhook(`${base}/hook`, '{"a":1}', 'sixteen-chars-secret', allowed);
+    const headers = { Authorization: 'Bearer partner-key', 'X-Emk-Signature': 'forged', 'X-Emk-Idempotency-Key': 'forged' };
+    const result = await callWebhook(`${base}/hook`, '{"a":1}', { secret: 'sixteen-chars-secret', idempotencyKey: 'e-1:2', headers }, allowed);
     expect(result).toMatchObject({ statusCode: 200, error: null });
-    expect(received).toEqual([{ url: '/hook', body: '{"a":1}', signature: signatureOf('{"a":1}', 'sixteen-chars-secret') }]);
+    expect(received).toEqual([{ url: '/hook', body: '{"a":1}', signature: signatureOf('{"a":1}', 'sixteen-chars-secret'), headers: expect.anything() }]);
+    expect(received[0]!.headers).toMatchObject({ authorization: 'Bearer partner-key', 'x-emk-idempotency-key': 'e-1:2', 'content-type': 'application/json' });
     expect(signatureOf('{"a":1}', 'sixteen-chars-secret')).toMatch(/^sha256=[0-9a-f]{64}$/);
   });
 
@@ -80,14 +83,14 @@ describe('webhook calls', () => {
     received.length = 0;
     const port = (server.address() as AddressInfo).port;
     const notListed = { ...allowed, allowHosts: new Set<string>() };
-    expect((await callWebhook(`https://127.0.0.1:${port}/`, '{}', 's', notListed)).error).toMatch(/private/);
+    expect((await callWebhook(`https://127.0.0.1:${port}/`, '{}', SIGNING, notListed)).error).toMatch(/private/);
     // `vm` resolves to 127.0.0.1 through /etc/hosts on this machine: the lookup at connect time refuses it.
     const resolved = await lookup('vm').catch(() => null);
-    const byName = await callWebhook(`https://vm:${port}/`, '{}', 's', notListed);
+    const byName = await callWebhook(`https://vm:${port}/`, '{}', SIGNING, notListed);
     expect(byName.statusCode).toBeNull();
     expect(byName.error).toMatch(resolved ? /^vm resolves to a loopback, private or reserved address \(127\.0\.0\.1\)/ : /ENOTFOUND|EAI_AGAIN/);
     // Listed, the same name is reached (over http://, which only listed hosts may use).
-    if (resolved) expect((await callWebhook(`http://vm:${port}/named`, '{}', 's', { ...allowed, allowHosts: new Set(['vm']) })).statusCode).toBe(200);
+    if (resolved) expect((await callWebhook(`http://vm:${port}/named`, '{}', SIGNING, { ...allowed, allowHosts: new Set(['vm']) })).statusCode).toBe(200);
     // Only the listed call arrived.
     expect(received.every((r) => r.url === '/named')).toBe(true);
   });
@@ -97,14 +100,14 @@ describe('webhook calls', () => {
       res.writeHead(302, { location: 'http://169.254.169.254/' });
       res.end();
     };
-    expect(await callWebhook(`${base}/r`, '{}', 's', allowed)).toMatchObject({ statusCode: 302, error: 'redirect refused (HTTP 302)' });
+    expect(await callWebhook(`${base}/r`, '{}', SIGNING, allowed)).toMatchObject({ statusCode: 302, error: 'redirect refused (HTTP 302)' });
     answer = (res) => {
       res.writeHead(503);
       res.end('x'.repeat(200_000));
     };
-    expect(await callWebhook(`${base}/e`, '{}', 's', allowed)).toMatchObject({ statusCode: 503, error: 'HTTP 503' });
+    expect(await callWebhook(`${base}/e`, '{}', SIGNING, allowed)).toMatchObject({ statusCode: 503, error: 'HTTP 503' });
     answer = () => {}; // never answers
-    const slow = await callWebhook(`${base}/slow`, '{}', 's', allowed);
+    const slow = await callWebhook(`${base}/slow`, '{}', SIGNING, allowed);
     expect(slow.statusCode).toBeNull();
     expect(slow.error).toBe('timed out after 300 ms');
     expect(slow.durationMs).toBeGreaterThanOrEqual(290);

@@ -58,11 +58,32 @@ const updateContactStep = z.object({
   properties: jsonObject.optional(),
   subscription_status: subscriptionStatusSchema.optional(),
 });
-/** POSTs the contact and trigger, signed; `secret` is generated at save when not given (docs/flows.md, Webhook steps). */
+/**
+ * Headers a webhook step may not set: those of the message's framing and connection, and emk's own (the
+ * signature, the idempotency key), which a receiver must be able to trust.
+ */
+const RESERVED_WEBHOOK_HEADERS = new Set(['host', 'content-type', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te', 'trailer', 'expect', 'user-agent']);
+export const MAX_WEBHOOK_HEADERS = 10;
+const webhookHeaderName = z
+  .string()
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/, 'must be a header name (letters, digits and !#$%&\'*+.^_`|~-, at most 100)')
+  .refine((name) => !RESERVED_WEBHOOK_HEADERS.has(name.toLowerCase()) && !/^(x-emk-|proxy-)/i.test(name), 'is set by emk, not by the step');
+/** A value of visible characters, spaces and tabs: no line break can start a header of its own. */
+const webhookHeaderValue = z.string().max(1_000, 'must be at most 1000 characters').regex(/^[\t\x20-\x7e\x80-\uffff]*$/, 'must hold no line break or control character');
+
+/**
+ * POSTs the contact and trigger, signed; `secret` is generated at save when not given; `headers` (a partner's
+ * API key, say) are sent with each call (docs/flows.md, Webhook steps).
+ */
 const webhookStep = z.object({
   type: z.literal('webhook'),
   url: text(2_048),
   secret: z.string().min(16, 'must be at least 16 characters').max(255, 'must be at most 255 characters').optional(),
+  headers: z
+    .record(webhookHeaderName, webhookHeaderValue)
+    .refine((headers) => Object.keys(headers).length <= MAX_WEBHOOK_HEADERS, `must have at most ${MAX_WEBHOOK_HEADERS} entries`)
+    .refine((headers) => new Set(Object.keys(headers).map((name) => name.toLowerCase())).size === Object.keys(headers).length, 'must not name a header twice')
+    .optional(),
 });
 
 export type DelayStep = z.output<typeof delayStep>;

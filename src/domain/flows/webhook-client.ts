@@ -53,7 +53,12 @@ function guardedLookup(allowed: boolean): LookupFunction {
  * POSTs a signed JSON body; never follows a redirect, gives up after the timeout, reads at most 64 KiB of the
  * answer. A 2xx answer is success; anything else (an answer or none) is an error for the caller to retry.
  */
-export async function callWebhook(rawUrl: string, body: string, secret: string, options: WebhookOptions): Promise<WebhookResult> {
+export async function callWebhook(
+  rawUrl: string,
+  body: string,
+  signing: { secret: string; idempotencyKey: string; headers?: Readonly<Record<string, string>> | undefined },
+  options: WebhookOptions,
+): Promise<WebhookResult> {
   const started = performance.now();
   const done = (statusCode: number | null, error: string | null): WebhookResult => ({ statusCode, error, durationMs: Math.round(performance.now() - started) });
   const problem = webhookUrlProblem(rawUrl, options.allowHosts);
@@ -75,11 +80,14 @@ export async function callWebhook(rawUrl: string, body: string, secret: string, 
       url,
       {
         method: 'POST',
+        // The step's own headers first: emk's, after them, are what the receiver gets whatever the step says.
         headers: {
+          ...signing.headers,
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
           'user-agent': 'emk-webhook/1',
-          'x-emk-signature': signatureOf(body, secret),
+          'x-emk-signature': signatureOf(body, signing.secret),
+          'x-emk-idempotency-key': signing.idempotencyKey,
         },
         // IP literals never reach a lookup: the guard judged them above.
         ...(isIP(host) === 0 ? { lookup: guardedLookup(allowed) } : {}),

@@ -56,8 +56,11 @@ function inOurWords(issue: z.core.$ZodRawIssue): string {
       return `must be a multiple of ${issue.divisor}`;
     case 'unrecognized_keys':
       return `has unknown keys: ${issue.keys.join(', ')}`;
-    case 'invalid_key':
-      return 'has a key that is not usable';
+    case 'invalid_key': {
+      // The key's own check says what is wrong with it (not a header name, say): the path already names the key.
+      const inner = issue.issues[0]?.message;
+      return inner && /^(must|is|has) /.test(inner) ? inner : 'has a key that is not usable';
+    }
     case 'invalid_element':
       return 'has an entry that is not usable';
     case 'invalid_union': {
