@@ -390,8 +390,8 @@ export function createFlowEngine(deps: {
     const current = entry.step as WebhookStep;
     const contact = await contacts.get(flow.workspace_id, enrollment.contact_id).catch(() => null);
     const body = JSON.stringify({ flow_id: flow.id, enrollment_id: enrollment.id, contact, trigger: { type: flow.trigger.type, ...enrollment.context } });
-    const signing = { secret: current.secret ?? '', idempotencyKey: `${enrollment.id}:${step}`, headers: current.headers };
-    const result = await callWebhook(current.url, body, signing, webhookOptions);
+    const call = { secret: current.secret ?? '', idempotencyKey: `${enrollment.id}:${step}`, headers: current.headers };
+    const result = await callWebhook(current.url, body, call, webhookOptions);
     const last = job.attempt >= job.maxAttempts;
     const now = clock();
     await writeTransaction(async (trx) => {

@@ -50,13 +50,14 @@ function guardedLookup(allowed: boolean): LookupFunction {
 }
 
 /**
- * POSTs a signed JSON body; never follows a redirect, gives up after the timeout, reads at most 64 KiB of the
- * answer. A 2xx answer is success; anything else (an answer or none) is an error for the caller to retry.
+ * POSTs a JSON body signed with `call.secret`, with the call's idempotency key and its step's headers; never
+ * follows a redirect, gives up after the timeout, reads at most 64 KiB of the answer. A 2xx answer is success;
+ * anything else (an answer or none) is an error for the caller to retry.
  */
 export async function callWebhook(
   rawUrl: string,
   body: string,
-  signing: { secret: string; idempotencyKey: string; headers?: Readonly<Record<string, string>> | undefined },
+  call: { secret: string; idempotencyKey: string; headers?: Readonly<Record<string, string>> | undefined },
   options: WebhookOptions,
 ): Promise<WebhookResult> {
   const started = performance.now();
@@ -82,12 +83,12 @@ export async function callWebhook(
         method: 'POST',
         // The step's own headers first: emk's, after them, are what the receiver gets whatever the step says.
         headers: {
-          ...signing.headers,
+          ...call.headers,
           'content-type': 'application/json',
           'content-length': Buffer.byteLength(body),
           'user-agent': 'emk-webhook/1',
-          'x-emk-signature': signatureOf(body, signing.secret),
-          'x-emk-idempotency-key': signing.idempotencyKey,
+          'x-emk-signature': signatureOf(body, call.secret),
+          'x-emk-idempotency-key': call.idempotencyKey,
         },
         // IP literals never reach a lookup: the guard judged them above.
         ...(isIP(host) === 0 ? { lookup: guardedLookup(allowed) } : {}),
