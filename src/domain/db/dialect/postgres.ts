@@ -11,13 +11,13 @@ import { postgresMonthlyPartitions } from './postgres-partitions.js';
 type Constructor = new (...args: any[]) => any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** `$n` placeholders (knex's PostgreSQL form) filled with literals; null when a value has none or the SQL is unusual. */
-function inlinePositional(sql: string, bindings: readonly unknown[] | undefined, literalOf: (value: unknown) => string | null): string | null {
+function inlinePositional(sql: string, bindings: readonly unknown[] | undefined): string | null {
   // Dollar quoting or a `$n` past the bindings would make the textual substitution unsafe.
   if (sql.includes('$$')) return null;
   let failed = false;
   const out = sql.replace(/\$(\d+)/g, (_, n: string) => {
     const index = Number(n) - 1;
-    const literal = index < (bindings?.length ?? 0) ? literalOf(bindings![index]) : null;
+    const literal = index < (bindings?.length ?? 0) ? postgresLiteral(bindings![index]) : null;
     if (literal === null) failed = true;
     return literal ?? '';
   });
@@ -32,7 +32,7 @@ function inlinePositional(sql: string, bindings: readonly unknown[] | undefined,
  * of its own, so the held writes it closes over belong to one knex (and, through the prototype, to the clients
  * knex makes for its transactions); `stats` counts its driver calls.
  */
-function tunedPgClient(stats: WriteStats, planned: PlannedOnce, literalOf: (value: unknown) => string | null): Constructor {
+function tunedPgClient(stats: WriteStats, planned: PlannedOnce): Constructor {
   const Client = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as Constructor;
   const heldWrites = new HeldWrites(stats);
   /** A script of several statements goes as one simple query, one round trip; its last statement's result comes back. */
@@ -52,7 +52,7 @@ function tunedPgClient(stats: WriteStats, planned: PlannedOnce, literalOf: (valu
         return obj;
       }
       // Query options (a row mode, say) need the extended protocol.
-      const inlined = () => (obj.options && Object.keys(obj.options).length > 0 ? null : inlinePositional(obj.sql, obj.bindings, literalOf));
+      const inlined = () => (obj.options && Object.keys(obj.options).length > 0 ? null : inlinePositional(obj.sql, obj.bindings));
       const outcome = await heldWrites.send(connection, obj.sql, runScript, inlined);
       if (outcome.ran) {
         obj.response = outcome.result;
@@ -72,13 +72,14 @@ function tunedPgClient(stats: WriteStats, planned: PlannedOnce, literalOf: (valu
 const quotePgString = (text: string) =>
   text.includes('\\') ? `E'${text.replaceAll('\\', '\\\\').replaceAll("'", "''")}'` : `'${text.replaceAll("'", "''")}'`;
 
-/**
- * node-postgres, loaded when a PostgreSQL database is opened: a process on SQLite (most `emk` commands) never
- * pays for loading it.
- */
-function loadNodePostgres(): { pg: typeof pg; prepareValue(value: unknown): unknown } {
-  const require = createRequire(import.meta.url);
-  return { pg: require('pg') as typeof pg, prepareValue: (require('pg/lib/utils.js') as { prepareValue(value: unknown): unknown }).prepareValue };
+/** node-postgres, loaded by its first use: a process on SQLite (most `emk` commands) never pays for loading it. */
+let nodePostgres: { types: typeof pg.types; prepareValue(value: unknown): unknown } | null = null;
+function loadNodePostgres(): NonNullable<typeof nodePostgres> {
+  if (!nodePostgres) {
+    const require = createRequire(import.meta.url);
+    nodePostgres = { types: (require('pg') as typeof pg).types, prepareValue: (require('pg/lib/utils.js') as { prepareValue(value: unknown): unknown }).prepareValue };
+  }
+  return nodePostgres;
 }
 
 /**
@@ -86,22 +87,22 @@ function loadNodePostgres(): { pg: typeof pg; prepareValue(value: unknown): unkn
  * type that PostgreSQL resolves from its context exactly as it resolves a parameter. Buffers and text holding
  * NUL have no literal form here.
  */
-const postgresLiteralWith =
-  (prepareValue: (value: unknown) => unknown) =>
-  (value: unknown): string | null => {
-    const text = prepareValue(value);
-    if (text === null || text === undefined) return 'NULL';
-    return typeof text === 'string' && !text.includes('\0') ? quotePgString(text) : null;
-  };
+function postgresLiteral(value: unknown): string | null {
+  const text = loadNodePostgres().prepareValue(value);
+  if (text === null || text === undefined) return 'NULL';
+  return typeof text === 'string' && !text.includes('\0') ? quotePgString(text) : null;
+}
 
 /**
  * Type parsing for our connections only (not a process-wide side effect): epoch-millisecond columns are
  * bigint, and they fit a JS number exactly (up to 2^53), so they are read as numbers.
  */
-const connectionTypes = (types: typeof pg.types) => ({
-  getTypeParser: (oid: number, format: string) =>
-    oid === types.builtins.INT8 ? (value: string) => Number(value) : types.getTypeParser(oid, format as 'text'),
-});
+const types = {
+  getTypeParser: (oid: number, format: string) => {
+    const { types: pgTypes } = loadNodePostgres();
+    return oid === pgTypes.builtins.INT8 ? (value: string) => Number(value) : pgTypes.getTypeParser(oid, format as 'text');
+  },
+};
 
 /** SQLSTATEs of values a column cannot hold (class 22, data exception, and 54000 for an over-long index entry). */
 const INVALID_VALUE: Record<string, InvalidValueReason> = {
@@ -128,9 +129,6 @@ function driverFault(error: unknown): DriverFault | null {
 }
 
 export function postgresDialect(url: string, poolMax = 10): Dialect {
-  const { pg, prepareValue } = loadNodePostgres();
-  const postgresLiteral = postgresLiteralWith(prepareValue);
-  const types = connectionTypes(pg.types);
   const planned = new PlannedOnce(postgresLiteral);
   return {
     name: 'postgres',
@@ -155,7 +153,7 @@ export function postgresDialect(url: string, poolMax = 10): Dialect {
       const settings = ['-c jit=off'];
       if (options.lockTimeoutMs !== undefined) settings.push(`-c lock_timeout=${Math.round(options.lockTimeoutMs)}`);
       const stats = options.writeStats ?? { driverCalls: 0, statements: 0 };
-      return { client: tunedPgClient(stats, planned, postgresLiteral) as unknown as typeof Knex.Client, connection: { connectionString: url, options: settings.join(' '), types }, pool };
+      return { client: tunedPgClient(stats, planned) as unknown as typeof Knex.Client, connection: { connectionString: url, options: settings.join(' '), types }, pool };
     },
     writeJson: (value) => JSON.stringify(value ?? null),
     readJson: <T>(value: unknown) => (typeof value === 'string' ? JSON.parse(value) : value) as T,
