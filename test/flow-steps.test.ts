@@ -304,7 +304,12 @@ describeEachDatabase(
       const id = await flow(ws, { steps: [{ type: 'webhook', url: hookUrl, secret: SECRET }, email('Resumed')] });
       answerNext(id, 500);
       await go(ws, who);
-      await work(); // the first call fails; its retry waits
+      // The first call fails; its retry waits. Worked until that call arrived (a barrier: once, a full CI-like run
+      // saw no call after the first round), reporting the attempts if it never does.
+      await eventually(async () => {
+        await work();
+        return { calls: callsTo(id).length, attempts: await attempts(ws, id) };
+      }, (seen) => seen.calls === 1);
       expect((await enrollments(ws, id))[0]).toMatchObject({ status: 'waiting', next_run_at: null });
       expect((await api(ws, 'PATCH', `/flows/${id}`, { status: 'paused' })).statusCode).toBe(200);
       await knex()('jobs').where({ kind: 'flow.webhook' }).whereNull('failed_at').update({ run_at: Date.now() - 1 });

@@ -39,7 +39,8 @@ export async function runBatchFile(
   const meter: ByteMeter = { read: 0 };
   const rows = options.rows ? options.rows(meter) : readRecords(file, meter);
   const size = statSync(file).size;
-  const progress = startProgress(context.interactive, `${options.label} ${options.file}`);
+  const label = `${options.label} ${options.file}`;
+  const progress = startProgress(context.interactive, label);
   const stateOf = (s: ChunkedSummary): ProgressState => ({
     rows: s.rows,
     bytes: { read: meter.read, size },
@@ -70,13 +71,14 @@ export async function runBatchFile(
         progress.update(stateOf(s));
       },
     });
-    progress.done(stop.signal.aborted ? 'interrupted' : summary.stoppedByErrors ? 'stopped' : 'done', stateOf(summary));
+    // The last line names the work: a file read within the spinner's first frame (80 ms) never showed the label.
+    progress.done(`${label} ${stop.signal.aborted ? 'interrupted' : summary.stoppedByErrors ? 'stopped' : 'done'}`, stateOf(summary));
     if (options.errors) writeErrorsCsv(options.errors, summary.errors);
     if (stop.signal.aborted) process.exitCode = 130;
     else judge(context, summary, maxErrors);
     return { summary, interrupted: stop.signal.aborted };
   } catch (error) {
-    progress.done('stopped');
+    progress.done(`${label} stopped`);
     if (options.errors) writeErrorsCsv(options.errors, committed.errors);
     const reason = error instanceof Error ? error.message : String(error);
     const told = `stopped after ${plural(committed.rows, 'row')} in committed chunks (re-running is safe): ${reason}`;
