@@ -43,10 +43,16 @@ import * as createFlowWebhookAttempts from './202611290500_create_flow_webhook_a
 import * as partitionEventsByMonth from './202611290600_partition_events_by_month.js';
 import * as compressMessageHtmlWithLz4 from './202611300100_compress_message_html_with_lz4.js';
 import * as createCampaignSplitKeys from './202611300200_create_campaign_split_keys.js';
+import * as addWorkspaceCurrency from './202612020100_add_workspace_currency.js';
+import * as createContactIdentities from './202612020200_create_contact_identities.js';
+import * as allowOrdersWithoutContact from './202612020210_allow_orders_without_contact.js';
+import * as addRefundTimesAndTestOrders from './202612020300_add_refund_times_and_test_orders.js';
 
 export interface Migration {
   up(knex: Knex): Promise<void>;
   down(knex: Knex): Promise<void>;
+  /** `transaction: false`: run outside a transaction (knex's per-migration setting; the migration says why). */
+  config?: { transaction?: boolean };
 }
 
 /**
@@ -98,4 +104,8 @@ export const migrations: ReadonlyArray<readonly [name: string, migration: Migrat
   ['202611290600_partition_events_by_month', partitionEventsByMonth],
   ['202611300100_compress_message_html_with_lz4', compressMessageHtmlWithLz4],
   ['202611300200_create_campaign_split_keys', createCampaignSplitKeys],
+  ['202612020100_add_workspace_currency', addWorkspaceCurrency],
+  ['202612020200_create_contact_identities', createContactIdentities],
+  ['202612020210_allow_orders_without_contact', allowOrdersWithoutContact],
+  ['202612020300_add_refund_times_and_test_orders', addRefundTimesAndTestOrders],
 ];

@@ -82,7 +82,7 @@ describeEachDatabase('campaigns', (h) => {
     expect(record).toMatchObject({ status: 'sent', recipients: 1 });
     expect(record.sent_at).not.toBeNull();
     expect((await api(ws, 'GET', `/campaigns/${id}/report`)).json()).toEqual({
-      sent: 1, failed: 0, skipped: 0, opens: 0, unique_opens: 0, clicks: 0, unique_clicks: 0, orders: 0, revenue: 0,
+      sent: 1, failed: 0, skipped: 0, opens: 0, unique_opens: 0, clicks: 0, unique_clicks: 0, orders: 0, revenue: 0, currency: 'USD',
       delivered: 0, bounced: 0, complained: 0, unsubscribed: 0, delivery_rate: 0, bounce_rate: 0, complaint_rate: 0, unsubscribe_rate: 0,
     });
     // Running the worker again sends nothing more.

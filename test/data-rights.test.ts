@@ -157,17 +157,81 @@ describeEachDatabase('data rights: erase, export, consent', (h) => {
     const reply = await api(ws, 'GET', `/contacts/${id}/export`);
     expect(reply.statusCode).toBe(200);
     const exported = reply.json();
-    expect(Object.keys(exported).sort()).toEqual(['consent', 'contact', 'events', 'messages', 'orders']);
+    expect(Object.keys(exported).sort()).toEqual(['carts', 'consent', 'contact', 'events', 'messages', 'orders']);
     expect(exported.contact).toEqual((await api(ws, 'GET', `/contacts/${id}`)).json());
     expect(exported.contact).toMatchObject({ email, anonymous_ids: ['anon-erin'], properties: { first_name: 'Erin' } });
     expect(exported.events).toEqual((await api(ws, 'GET', `/events?contact_id=${id}&perPage=500`)).json().data);
     expect(exported.events.map((e: Row) => e.event_name)).toEqual(expect.arrayContaining(['viewed_product', 'joined_club', 'email_clicked']));
     expect(exported.events.filter((e: Row) => e.event_name === 'viewed_product')).toHaveLength(3);
     expect(exported.orders.map((o: Row) => [o.external_id, o.total_amount, o.items.length])).toEqual([['o1', 100, 1]]);
+    expect(exported.carts.map((c: Row) => [c.external_id, c.items])).toEqual([['c1', [{ external_id: 'cap', quantity: 1 }]]]);
     expect(exported.messages).toEqual(await messagesOf(ws, `contact_id=${id}`));
     expect(exported.messages).toHaveLength(1);
     expect(exported.consent).toEqual(consent.data);
     expect((await api(ws, 'GET', '/contacts/nobody/export')).statusCode).toBe(404);
+  });
+
+  it("export lists the person's carts, last changed first, with items, totals, recovery URL and conversion; no one else's", async () => {
+    const ws = await h().workspace();
+    const email = `cara${Math.random().toString(36).slice(2)}@example.com`;
+    const id = await contact(ws, 'subscribed', {}, email);
+    const kim = await contact(ws, 'subscribed', {}, 'kim@example.com');
+    const items = [
+      { external_id: 'tee', title: 'Tee', quantity: 2, price: 19.95 },
+      { external_id: 'cap', title: 'Cap', quantity: 1, price: 20 },
+    ];
+    const recover = 'https://shop.test/checkouts/c-open/recover?key=k1';
+    await hook(ws, { event_type: 'started_checkout', external_id: 'd-c-open', email, cart: { external_id: 'c-open', total_amount: 59.9, currency: 'EUR', checkout_url: recover, items } });
+    await hook(ws, { event_type: 'started_checkout', external_id: 'd-c-kim', email: 'kim@example.com', cart: { external_id: 'c-kim', total_amount: 5, currency: 'EUR', checkout_url: 'https://shop.test/checkouts/c-kim/recover', items: [{ external_id: 'cap', quantity: 1 }] } });
+    // A checkout completed days ago (a platform's completed checkout marks its cart converted).
+    const day = 86_400_000;
+    const before = Date.now() - 4 * day;
+    const converted = { workspaceId: ws.id, contactId: id, externalId: 'c-done', totalAmount: 20, currency: 'USD', checkoutUrl: null, items: [items[1]], source: 'test' };
+    await h().services.db.writeTransaction((trx) =>
+      h().services.carts.applyCartChanges(trx, [
+        { ...converted, eventType: 'added_to_cart', at: before },
+        { ...converted, eventType: 'started_checkout', converted: true, at: before + day },
+      ]),
+    );
+
+    const exported = (await api(ws, 'GET', `/contacts/${id}/export`)).json();
+    expect(exported.carts).toEqual([
+      {
+        id: expect.any(String),
+        external_id: 'c-open',
+        last_event_type: 'started_checkout',
+        items,
+        total_amount: 59.9,
+        currency: 'EUR',
+        checkout_url: recover,
+        converted_at: null,
+        created_at: expect.any(String),
+        updated_at: expect.any(String),
+      },
+      {
+        id: expect.any(String),
+        external_id: 'c-done',
+        last_event_type: 'started_checkout',
+        items: [items[1]],
+        total_amount: 20,
+        currency: 'USD',
+        checkout_url: null,
+        converted_at: new Date(before + day).toISOString(),
+        created_at: new Date(before).toISOString(),
+        updated_at: new Date(before + day).toISOString(),
+      },
+    ]);
+    const [open] = exported.carts;
+    expect(Date.parse(open.updated_at)).toBeGreaterThan(before + day);
+    // Kim's cart is hers alone: in her export, in no one else's.
+    expect((await api(ws, 'GET', `/contacts/${kim}/export`)).json().carts.map((c: Row) => [c.external_id, c.checkout_url])).toEqual([
+      ['c-kim', 'https://shop.test/checkouts/c-kim/recover'],
+    ]);
+    expect(JSON.stringify(exported)).not.toContain('c-kim');
+    // Paged like the other lists: one cart a page gives the same text.
+    let text = '';
+    for await (const piece of await h().services.dataRights.exportJson(ws.id, id, { pageSize: 1 })) text += piece;
+    expect(JSON.parse(text)).toEqual(exported);
   });
 
   it('emk contacts export|erase: by email (any case), JSON or human, confirmation required, exit codes', async () => {
@@ -246,7 +310,7 @@ describeEachDatabase('data rights: erase, export, consent', (h) => {
     expect(reply.statusCode).toBe(200);
     expect(reply.headers['content-type']).toMatch(/^application\/json/);
     const exported = reply.json();
-    expect(Object.keys(exported)).toEqual(['contact', 'events', 'orders', 'messages', 'consent']);
+    expect(Object.keys(exported)).toEqual(['contact', 'events', 'orders', 'carts', 'messages', 'consent']);
     expect(exported.contact).toEqual((await api(ws, 'GET', `/contacts/${id}`)).json());
     expect(exported.events).toHaveLength(2_100);
     expect(exported.events).toEqual(await wholeList(ws, `/events?contact_id=${id}`));
@@ -266,7 +330,7 @@ describeEachDatabase('data rights: erase, export, consent', (h) => {
     expect(cli.stdout).toBe(`${reply.body}\n`);
     // A contact with nothing but itself: empty arrays.
     const bare = await contact(ws, 'non_subscribed');
-    expect((await api(ws, 'GET', `/contacts/${bare}/export`)).json()).toMatchObject({ events: [], orders: [], messages: [] });
+    expect((await api(ws, 'GET', `/contacts/${bare}/export`)).json()).toMatchObject({ events: [], orders: [], carts: [], messages: [] });
   }, 180_000);
 
   it('export reads a page only after the page before it was taken: at most one page is held', async () => {
@@ -281,6 +345,8 @@ describeEachDatabase('data rights: erase, export, consent', (h) => {
       // 10 events, 5 orders, 3 messages: the last page of each is read when the one before was written.
       ...['read events 1: 3', 'wrote 3', 'read events 2: 3', 'wrote 3', 'read events 3: 3', 'wrote 3', 'read events 4: 1', 'wrote 1'],
       ...['read orders 1: 3', 'wrote 3', 'read orders 2: 2', 'wrote 2'],
+      // No carts: one empty page read, nothing written.
+      'read carts 1: 0',
       ...['read messages 1: 3', 'wrote 3'],
     ]);
   });

@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { startWorker, workerOptionsFor } from '../src/worker/worker.js';
@@ -24,7 +24,7 @@ const sign = (body: Buffer) => createHmac('sha256', SECRET).update(body).digest(
 const iso = (text: string) => new Date(text).toISOString();
 
 describeEachDatabase('platform webhooks with the platforms\' fixtures', (h) => {
-  const { api } = sendingHelpers(h);
+  const { api, contact: apiContact } = sendingHelpers(h);
   const knex = () => h().services.db.knex;
 
   async function integration(ws: TestWorkspace, platform: 'shopify' | 'woocommerce', fields: Record<string, unknown> = {}) {
@@ -35,21 +35,27 @@ describeEachDatabase('platform webhooks with the platforms\' fixtures', (h) => {
 
   /** `orders-create.json` as Shopify sends it: topic `orders/create`, the file's bytes signed, a delivery id. */
   function shopify(integrationId: string, file: string, deliveryId = `delivery-${file}`) {
-    const body = fixture('shopify', file);
+    return shopifyBody(integrationId, file.replace(/\.json$/, '').replace('-', '/'), fixture('shopify', file), deliveryId, '2024-07');
+  }
+
+  /** A body derived from a fixture (JSON, or bytes), signed and sent under `topic` as Shopify sends it. */
+  function shopifyBody(integrationId: string, topic: string, sent: Buffer | object, deliveryId = `delivery-${randomUUID()}`, apiVersion = '2025-10') {
+    const body = Buffer.isBuffer(sent) ? sent : Buffer.from(JSON.stringify(sent));
     return h().request({
       method: 'POST',
       url: `/ecom/shopify/${integrationId}`,
       headers: {
         'content-type': 'application/json',
-        'x-shopify-topic': file.replace(/\.json$/, '').replace('-', '/'),
+        'x-shopify-topic': topic,
         'x-shopify-hmac-sha256': sign(body),
         'x-shopify-webhook-id': deliveryId,
         'x-shopify-shop-domain': SHOPIFY_SHOP,
-        'x-shopify-api-version': '2024-07',
+        'x-shopify-api-version': apiVersion,
       },
       payload: body,
     });
   }
+  const shopifyJson = (file: string): Row => JSON.parse(fixture('shopify', file).toString('utf8'));
 
   /** `order-updated-refunded.json` as WooCommerce sends it: topic `order.updated`, signed, with its source. */
   function woocommerce(integrationId: string, file: string) {
@@ -238,6 +244,133 @@ describeEachDatabase('platform webhooks with the platforms\' fixtures', (h) => {
     expect(message).toMatchObject({ to: 'maya.lindqvist@example.com' });
     expect(message!.html).toContain('/checkouts/ac/c1a5e2f0b7d94e3c8a61f0d2b9e7c4a3/recover');
     expect(message!.html).toContain('205.14');
+  });
+
+  // ------------------------------------------------------------------ Shopify consent, API 2025-01 on
+
+  const CONSENT_TOPIC = 'customers_email_marketing_consent/update';
+  const CONSENT_FILE = 'customers_email_marketing_consent-update.json';
+  /** The consent topic's fixture with another state, time or address. */
+  const consentBody = (state: string, consentUpdatedAt: string, emailAddress?: string) => {
+    const sent = shopifyJson(CONSENT_FILE);
+    return {
+      ...sent,
+      email_address: emailAddress ?? sent.email_address,
+      email_marketing_consent: { ...sent.email_marketing_consent, state, consent_updated_at: consentUpdatedAt },
+    };
+  };
+  /** An order fixture as API 2025-01 and later send it: its customer without `email_marketing_consent`. */
+  const currentOrder = (file: string, patch: Row = {}) => {
+    const { customer, ...order } = shopifyJson(file);
+    const { email_marketing_consent: _removed, ...buyer } = customer;
+    return { ...order, ...patch, customer: { ...buyer, ...patch.customer } };
+  };
+  const statusOf = async (ws: TestWorkspace, email: string) => (await contactOf(ws, email))?.subscription_status;
+
+  it('Shopify consent topic: a new contact subscribes, then unsubscribes, at Shopify’s times; a redelivery or a stale change alters nothing', async () => {
+    const ws = await h().workspace();
+    const id = await integration(ws, 'shopify');
+    const maya = 'maya.lindqvist@example.com';
+
+    await processed(shopifyBody(id, CONSENT_TOPIC, consentBody('subscribed', '2024-05-14T09:20:11-04:00')), CONSENT_TOPIC);
+    const contact = (await contactOf(ws, maya))!;
+    expect(contact).toMatchObject({ subscription_status: 'subscribed', source: `shopify:${SHOPIFY_SHOP}`, properties: { shopify_customer_id: '7012345678901' } });
+
+    await processed(shopify(id, CONSENT_FILE), CONSENT_TOPIC);
+    expect(await statusOf(ws, maya)).toBe('unsubscribed');
+    // The same delivery again is a duplicate; sent anew (another delivery id), it changes nothing either.
+    expect((await shopify(id, CONSENT_FILE)).json()).toEqual({ status: 'duplicate', topic: CONSENT_TOPIC });
+    await processed(shopify(id, CONSENT_FILE, 'sent-again'), CONSENT_TOPIC);
+    // A subscribe Shopify recorded before her unsubscribe, arriving late, is ignored.
+    await processed(shopifyBody(id, CONSENT_TOPIC, consentBody('subscribed', '2024-06-01T12:00:00-04:00')), CONSENT_TOPIC);
+    expect(await statusOf(ws, maya)).toBe('unsubscribed');
+    expect(await consentOf(ws, contact.id)).toEqual([
+      { status: 'subscribed', previous_status: null, origin: 'shopify', at: iso('2024-05-14T09:20:11-04:00') },
+      { status: 'unsubscribed', previous_status: 'subscribed', origin: 'shopify', at: iso('2024-06-10T19:02:37-04:00') },
+    ]);
+  });
+
+  it('Shopify consent topic: a contact emk knew is unsubscribed and subscribed again by Shopify’s later records, not by older ones', async () => {
+    const ws = await h().workspace();
+    const id = await integration(ws, 'shopify');
+    const known = 'ann@example.com';
+    const contactId = await apiContact(ws, 'subscribed', { first_name: 'Ann' }, known);
+    // Recorded by Shopify before emk's own subscribe: emk's newer decision stands.
+    await processed(shopifyBody(id, CONSENT_TOPIC, consentBody('unsubscribed', '2024-06-10T19:02:37-04:00', known)), CONSENT_TOPIC);
+    expect(await statusOf(ws, known)).toBe('subscribed');
+
+    const unsubscribedAt = new Date(Date.now() + 60_000).toISOString();
+    await processed(shopifyBody(id, CONSENT_TOPIC, consentBody('unsubscribed', unsubscribedAt, known)), CONSENT_TOPIC);
+    expect(await contactOf(ws, known)).toMatchObject({ subscription_status: 'unsubscribed', properties: { first_name: 'Ann', shopify_customer_id: '7012345678901' } });
+    const subscribedAt = new Date(Date.now() + 120_000).toISOString();
+    await processed(shopifyBody(id, CONSENT_TOPIC, consentBody('subscribed', subscribedAt, known)), CONSENT_TOPIC);
+    expect(await statusOf(ws, known)).toBe('subscribed');
+    expect((await consentOf(ws, contactId)).slice(1)).toEqual([
+      { status: 'unsubscribed', previous_status: 'subscribed', origin: 'shopify', at: unsubscribedAt },
+      { status: 'subscribed', previous_status: 'unsubscribed', origin: 'shopify', at: subscribedAt },
+    ]);
+  });
+
+  it('Shopify order box: a buyer the Web Pixel identified first is subscribed at the order’s time; later snapshots never outweigh a later unsubscribe', async () => {
+    const ws = await h().workspace();
+    const id = await integration(ws, 'shopify');
+    const maya = 'maya.lindqvist@example.com';
+    // The pixel identifies her at checkout, before any webhook: a contact that decided nothing yet.
+    const identified = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email: maya, anonymous_id: 'pixel-visitor-1' } });
+    expect(identified.statusCode, identified.body).toBe(200);
+    const contactId = identified.json().contact_id as string;
+    expect(await statusOf(ws, maya)).toBe('non_subscribed');
+
+    await processed(shopifyBody(id, 'orders/create', currentOrder('orders-create.json')), 'orders/create');
+    expect(await contactOf(ws, maya)).toMatchObject({ id: contactId, subscription_status: 'subscribed', orders_count: 1 });
+    expect((await consentOf(ws, contactId)).at(-1)).toEqual({ status: 'subscribed', previous_status: 'non_subscribed', origin: 'shopify', at: iso('2024-05-14T09:32:10-04:00') });
+
+    // She unsubscribes on the shop; a snapshot of the order made after that, its box still ticked, does not bring her back.
+    await processed(shopify(id, CONSENT_FILE), CONSENT_TOPIC);
+    await processed(shopifyBody(id, 'orders/updated', currentOrder('orders-updated.json', { updated_at: '2024-06-12T10:00:00-04:00' })), 'orders/updated');
+    expect(await orderOf(ws, '5801234567890')).toMatchObject({ status: 'partially_refunded', refunded_amount: 101.52 });
+    expect(await statusOf(ws, maya)).toBe('unsubscribed');
+    expect((await consentOf(ws, contactId)).map((c) => [c.status, c.origin])).toEqual([
+      ['non_subscribed', expect.stringMatching(/^create:/)],
+      ['subscribed', 'shopify'],
+      ['unsubscribed', 'shopify'],
+    ]);
+  });
+
+  it('Shopify order box: left empty it is no unsubscribe; an older payload’s customer consent applies to a known contact at its own time', async () => {
+    const ws = await h().workspace();
+    const id = await integration(ws, 'shopify');
+    const ann = 'ann@example.com';
+    const annId = await apiContact(ws, 'subscribed', {}, ann);
+    const later = new Date(Date.now() + 60_000).toISOString();
+    const empty = currentOrder('orders-create.json', {
+      id: 5801234567899,
+      email: ann,
+      buyer_accepts_marketing: false,
+      processed_at: later,
+      customer: { id: 7012345678999, email: ann },
+    });
+    await processed(shopifyBody(id, 'orders/create', empty), 'orders/create');
+    expect(await orderOf(ws, '5801234567899')).toMatchObject({ contact_id: annId });
+    expect(await statusOf(ws, ann)).toBe('subscribed');
+    expect(await consentOf(ws, annId)).toHaveLength(1);
+    // A new buyer with the box empty starts non_subscribed, as any contact emk creates without consent.
+    const cleo = 'cleo@example.com';
+    await processed(shopifyBody(id, 'orders/create', { ...empty, id: 5801234567898, email: cleo, customer: { ...empty.customer, id: 7012345678998, email: cleo } }), 'orders/create');
+    expect(await statusOf(ws, cleo)).toBe('non_subscribed');
+
+    // API 2024-07: the order's customer carries Shopify's consent record, applied at its time to the identified contact.
+    const maya = 'maya.lindqvist@example.com';
+    const identified = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email: maya } });
+    expect(identified.statusCode, identified.body).toBe(200);
+    await processed(shopify(id, 'orders-create.json'), 'orders/create');
+    expect(await statusOf(ws, maya)).toBe('subscribed');
+    expect((await consentOf(ws, identified.json().contact_id)).at(-1)).toEqual({
+      status: 'subscribed',
+      previous_status: 'non_subscribed',
+      origin: 'shopify',
+      at: iso('2024-05-14T09:20:11-04:00'),
+    });
   });
 
   it('WooCommerce: the ping, a customer who subscribes, orders through their statuses and refunds, the catalog', async () => {

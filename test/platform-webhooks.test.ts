@@ -71,10 +71,13 @@ describeEachDatabase('platform webhooks', (h) => {
     orderNumber: `#${1000 + ++serial}`,
     totalAmount: 100,
     currency: 'USD',
+    shopCurrency: 'USD',
+    presentment: null,
     status: 'paid',
     orderedAt: Date.now() - HOUR,
     items: [{ external_id: '632910392', title: 'IPod Nano', quantity: 1, price: 100 }],
     cancelled: false,
+    cancelledAt: null,
     refunds: [],
     updatedAt: Date.now() - HOUR,
     ...fields,
@@ -204,7 +207,7 @@ describeEachDatabase('platform webhooks', (h) => {
   it('the delivery id is the retry key: a retry is a duplicate, concurrent copies apply once, no id applies each time', async () => {
     const ws = await h().workspace();
     const id = await integration(ws);
-    const body = { changes: [orderChange('retry@example.com', '6001', { refunds: [{ id: 'r1', amount: 10 }] })] };
+    const body = { changes: [orderChange('retry@example.com', '6001', { refunds: [{ id: 'r1', amount: 10, currency: null, at: null }] })] };
     expect((await deliver(id, body, { id: 'd-1' })).json()).toEqual(processed());
     expect((await deliver(id, body, { id: 'd-1' })).json()).toEqual({ status: 'duplicate', topic: 'orders/updated' });
     // The key is per topic: the same id under another topic is another delivery.
@@ -263,20 +266,20 @@ describeEachDatabase('platform webhooks', (h) => {
 
     await snapshot({ updatedAt: t0 + 2 * HOUR, totalAmount: 120, status: 'paid' });
     // An older snapshot (it left the platform earlier, arrived later): no field changes, its unseen refund counts.
-    await snapshot({ updatedAt: t0 + HOUR, totalAmount: 80, status: 'pending', items: [], refunds: [{ id: 'r-1', amount: 20 }] });
+    await snapshot({ updatedAt: t0 + HOUR, totalAmount: 80, status: 'pending', items: [], refunds: [{ id: 'r-1', amount: 20, currency: null, at: null }] });
     let stored = await storedOrder(ws, '7001');
     expect(stored).toMatchObject({ total_amount: 120, status: 'paid', refunded_amount: 20, order_number: '#1001', cancelled_at: null });
     expect(stored!.items).toHaveLength(1);
 
     // refunds/create names a refund again and a new one; a later snapshot lists both: each counts once.
-    await changes(id, [{ kind: 'order_refunds', orderExternalId: '7001', refunds: [{ id: 'r-1', amount: 20 }, { id: 'r-2', amount: 15 }] }], { topic: 'refunds/create' });
-    await snapshot({ updatedAt: t0 + 3 * HOUR, totalAmount: 120, status: 'partially_refunded', refunds: [{ id: 'r-1', amount: 20 }, { id: 'r-2', amount: 15 }] });
+    await changes(id, [{ kind: 'order_refunds', orderExternalId: '7001', refunds: [{ id: 'r-1', amount: 20, currency: null, at: null }, { id: 'r-2', amount: 15, currency: null, at: null }] }], { topic: 'refunds/create' });
+    await snapshot({ updatedAt: t0 + 3 * HOUR, totalAmount: 120, status: 'partially_refunded', refunds: [{ id: 'r-1', amount: 20, currency: null, at: null }, { id: 'r-2', amount: 15, currency: null, at: null }] });
     stored = await storedOrder(ws, '7001');
     expect(stored).toMatchObject({ total_amount: 120, status: 'partially_refunded', refunded_amount: 35 });
     expect(await contactOf(ws, 'snap@example.com')).toMatchObject({ lifetime_revenue: 85, orders_count: 1 });
 
     // Refunds never exceed the total.
-    await changes(id, [{ kind: 'order_refunds', orderExternalId: '7001', refunds: [{ id: 'r-3', amount: 500 }] }], { topic: 'refunds/create' });
+    await changes(id, [{ kind: 'order_refunds', orderExternalId: '7001', refunds: [{ id: 'r-3', amount: 500, currency: null, at: null }] }], { topic: 'refunds/create' });
     expect((await storedOrder(ws, '7001'))!.refunded_amount).toBe(120);
 
     // Cancelled, then a later snapshot that does not say so: still cancelled, and it counts nothing.
@@ -292,7 +295,7 @@ describeEachDatabase('platform webhooks', (h) => {
   it('refunds and a cancellation of an order not stored yet count when it arrives; an order keeps its first owner', async () => {
     const ws = await h().workspace();
     const id = await integration(ws);
-    await changes(id, [{ kind: 'order_refunds', orderExternalId: '7101', refunds: [{ id: 'early', amount: 30 }] }], { topic: 'refunds/create' });
+    await changes(id, [{ kind: 'order_refunds', orderExternalId: '7101', refunds: [{ id: 'early', amount: 30, currency: null, at: null }] }], { topic: 'refunds/create' });
     await changes(id, [{ kind: 'order_cancelled', orderExternalId: '7102' }], { topic: 'order.deleted' });
     expect(await knex()('orders').where({ workspace_id: ws.id })).toEqual([]);
     await changes(id, [orderChange('first@example.com', '7101'), orderChange('first@example.com', '7102')]);
@@ -320,7 +323,7 @@ describeEachDatabase('platform webhooks', (h) => {
     expect((await storedOrder(ws, '7301'))!.refunded_amount).toBe(10);
     await changes(id, [orderChange('both@example.com', '7301', { refunds: [] })]);
     expect((await storedOrder(ws, '7301'))!.refunded_amount).toBe(10);
-    await changes(id, [orderChange('both@example.com', '7301', { refunds: [{ id: 'r-1', amount: 15 }] })]);
+    await changes(id, [orderChange('both@example.com', '7301', { refunds: [{ id: 'r-1', amount: 15, currency: null, at: null }] })]);
     expect(await storedOrder(ws, '7301')).toMatchObject({ refunded_amount: 15, platform: 'website' });
   });
 

@@ -52,28 +52,59 @@ interface Target {
   eventId?: string;
 }
 
-const SES_FIXTURE: Record<Kind, string> = { hard_bounce: 'ses-bounce-permanent', soft_bounce: 'ses-bounce-transient', complaint: 'ses-complaint', delivery: 'ses-delivery' };
-const POSTMARK_FIXTURE: Record<Kind, string> = { hard_bounce: 'postmark-bounce-hard', soft_bounce: 'postmark-bounce-soft', complaint: 'postmark-spam-complaint', delivery: 'postmark-delivery' };
-const SENDGRID_FIXTURE: Record<Kind, string> = { hard_bounce: 'sendgrid-bounce', soft_bounce: 'sendgrid-deferred', complaint: 'sendgrid-spamreport', delivery: 'sendgrid-delivered' };
-const MAILGUN_FIXTURE: Record<Kind, string> = { hard_bounce: 'mailgun-failed-permanent', soft_bounce: 'mailgun-failed-temporary', complaint: 'mailgun-complained', delivery: 'mailgun-delivered' };
+const FIXTURES: Record<Provider, Record<Kind, string>> = {
+  ses: { hard_bounce: 'ses-bounce-permanent', soft_bounce: 'ses-bounce-transient', complaint: 'ses-complaint', delivery: 'ses-delivery' },
+  postmark: { hard_bounce: 'postmark-bounce-hard', soft_bounce: 'postmark-bounce-soft', complaint: 'postmark-spam-complaint', delivery: 'postmark-delivery' },
+  sendgrid: { hard_bounce: 'sendgrid-bounce', soft_bounce: 'sendgrid-deferred', complaint: 'sendgrid-spamreport', delivery: 'sendgrid-delivered' },
+  mailgun: { hard_bounce: 'mailgun-failed-permanent', soft_bounce: 'mailgun-failed-temporary', complaint: 'mailgun-complained', delivery: 'mailgun-delivered' },
+};
 
-/** A relay's call for one event, signed as the relay signs it (`forge` spoils the signature or credential). */
-function relayCall(provider: Provider, kind: Kind, t: Target, forge = false): { payload: string; headers: Record<string, string> } {
+/** The relays' unsubscribe events (SES has none for mail sent over SMTP). */
+const UNSUBSCRIBES: Array<{ provider: Provider; name: string }> = [
+  { provider: 'postmark', name: 'postmark-subscription-change' },
+  { provider: 'sendgrid', name: 'sendgrid-unsubscribe' },
+  { provider: 'sendgrid', name: 'sendgrid-group-unsubscribe' },
+  { provider: 'mailgun', name: 'mailgun-unsubscribed' },
+];
+
+type Edit = (event: any) => void;
+
+/** Sets when an unsubscribe or suppression change happened, where each relay says it (Postmark in microseconds). */
+const changedAt =
+  (provider: Provider, at: number): Edit =>
+  (event) => {
+    if (provider === 'postmark') event.ChangedAt = new Date(at).toISOString().replace(/Z$/, '071Z');
+    if (provider === 'sendgrid') event[0].timestamp = Math.floor(at / 1000);
+    if (provider === 'mailgun') event['event-data'].timestamp = at / 1000;
+  };
+
+const relayCall = (provider: Provider, kind: Kind, t: Target, forge = false) => signedCall(provider, FIXTURES[provider][kind], t, { forge });
+
+/**
+ * A relay's call carrying one of its fixtures, signed as the relay signs it (`forge` spoils the signature or
+ * credential; `edit` changes the event before).
+ */
+function signedCall(provider: Provider, name: string, t: Target, options: { forge?: boolean; edit?: Edit } = {}): { payload: string; headers: Record<string, string> } {
+  const { forge = false, edit = () => {} } = options;
   const values = { EMAIL: t.email, MESSAGE_ID: t.messageId, MESSAGE_ID_HEADER: `<${t.messageId}@${t.host ?? 'localhost'}>`, EVENT_ID: t.eventId ?? randomUUID() };
+  const event = (filled: Record<string, string>) => {
+    const parsed = JSON.parse(fill(fixture(name), filled));
+    edit(parsed);
+    return parsed;
+  };
   if (provider === 'ses') {
     const envelope = JSON.parse(fixture('sns-notification'));
-    const notification = JSON.parse(fill(fixture(SES_FIXTURE[kind]), values));
-    const signed = signSns({ ...envelope, MessageId: values.EVENT_ID, Message: JSON.stringify(notification) }, kind === 'complaint' ? '2' : '1');
+    const signed = signSns({ ...envelope, MessageId: values.EVENT_ID, Message: JSON.stringify(event(values)) }, name === FIXTURES.ses.complaint ? '2' : '1');
     if (forge) signed.Message = (signed.Message as string).replace(t.email, `x${t.email}`);
     return { payload: JSON.stringify(signed), headers: { 'content-type': 'text/plain; charset=UTF-8', 'x-amz-sns-message-type': 'Notification' } };
   }
   if (provider === 'postmark') {
-    const payload = fill(fixture(POSTMARK_FIXTURE[kind]), values);
+    const payload = JSON.stringify(event(values));
     const password = forge ? 'wrong' : POSTMARK_SECRET;
     return { payload, headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`emk:${password}`).toString('base64')}` } };
   }
   if (provider === 'sendgrid') {
-    const payload = fill(fixture(SENDGRID_FIXTURE[kind]), values);
+    const payload = JSON.stringify(event(values));
     const timestamp = String(Math.floor(Date.now() / 1000));
     const signature = sign('sha256', Buffer.from(timestamp + payload), sendgridKeys.privateKey).toString('base64');
     return {
@@ -85,7 +116,7 @@ function relayCall(provider: Provider, kind: Kind, t: Target, forge = false): { 
   const token = randomUUID().replace(/-/g, '');
   const signature = createHmac('sha256', forge ? 'not-the-key' : MAILGUN_KEY).update(timestamp + token).digest('hex');
   // Mailgun shows the Message-ID without its angle brackets.
-  const payload = fill(fixture(MAILGUN_FIXTURE[kind]), { ...values, MESSAGE_ID_HEADER: `${t.messageId}@${t.host ?? 'localhost'}`, TIMESTAMP: timestamp, TOKEN: token, SIGNATURE: signature });
+  const payload = JSON.stringify(event({ ...values, MESSAGE_ID_HEADER: `${t.messageId}@${t.host ?? 'localhost'}`, TIMESTAMP: timestamp, TOKEN: token, SIGNATURE: signature }));
   return { payload, headers: { 'content-type': 'application/json' } };
 }
 
@@ -202,6 +233,128 @@ describeEachDatabase(
         expect((await knex()('messages').where({ id: theirs.message.id }).first('status')).status).toBe('captured');
       });
     }
+
+    /** The contact's latest consent change as the API shows it, and the message it names. */
+    async function lastConsentChange(ws: TestWorkspace, contactId: string) {
+      const history = (await s.api(ws, 'GET', `/contacts/${contactId}/consent`)).json().data as Array<Record<string, unknown>>;
+      const row = await knex()('subscription_changes').where({ contact_id: contactId }).orderBy('id', 'desc').first('message_id');
+      return { ...history.at(-1), message_id: (row?.message_id as string | null | undefined) ?? null };
+    }
+
+    for (const { provider, name } of UNSUBSCRIBES) {
+      it(`${name}: unsubscribes the contact as emk's own link does, at the relay's time, once`, async () => {
+        const ws = await h().workspace();
+        const path = await register(ws, provider);
+        const sent = await s.sentMessage(ws, '<p>Hello</p>');
+        const before = await stateOf(ws, sent);
+        // The recipient leaves at the relay a second or two after subscribing; emk hears of it later.
+        const at = Math.ceil((h().clock() + 1_000) / 1000) * 1000;
+        h().clock.advance(5_000);
+        const call = signedCall(provider, name, { email: sent.email, messageId: sent.message.id }, { edit: changedAt(provider, at) });
+        const first = await post(path, call);
+        expect(first.json(), first.body).toEqual({ processed: 1 });
+        // Nothing else changes: no suppression, the message keeps its status.
+        expect(await stateOf(ws, sent)).toEqual({ ...before, subscription: 'unsubscribed', origins: [...before.origins, provider] });
+        expect(await lastConsentChange(ws, sent.contactId)).toEqual({
+          status: 'unsubscribed',
+          previous_status: 'subscribed',
+          origin: provider,
+          at: new Date(at).toISOString(),
+          message_id: sent.message.id,
+        });
+        // The person subscribes again in emk; the relay's retry of the same event does not undo that.
+        expect((await s.api(ws, 'PATCH', `/contacts/${sent.contactId}`, { subscription_status: 'subscribed' })).statusCode).toBe(200);
+        const resubscribed = await stateOf(ws, sent);
+        expect((await post(path, call)).json()).toEqual({ processed: 0 });
+        expect(await stateOf(ws, sent)).toEqual(resubscribed);
+        expect(resubscribed).toMatchObject({ subscription: 'subscribed', origins: [...before.origins, provider, 'api:update'] });
+      });
+
+      it(`${name}: an unknown message acts on the address when it is a contact's; a relay time after receipt is not kept`, async () => {
+        const ws = await h().workspace();
+        const path = await register(ws, provider);
+        const stranger = await post(path, signedCall(provider, name, { email: 'stranger@example.net', messageId: randomUUID() }));
+        expect(stranger.json(), stranger.body).toEqual({ processed: 0 });
+        const email = `known${randomUUID().slice(0, 8)}@example.com`;
+        const contactId = await s.contact(ws, 'subscribed', {}, email);
+        h().clock.advance(1_000);
+        const known = await post(path, signedCall(provider, name, { email, messageId: randomUUID() }, { edit: changedAt(provider, h().clock() + 3_600_000) }));
+        expect(known.json(), known.body).toEqual({ processed: 1 });
+        expect((await s.api(ws, 'GET', `/contacts/${contactId}`)).json().subscription_status).toBe('unsubscribed');
+        expect(await lastConsentChange(ws, contactId)).toEqual({
+          status: 'unsubscribed',
+          previous_status: 'subscribed',
+          origin: provider,
+          at: new Date(h().clock()).toISOString(),
+          message_id: null,
+        });
+        expect(await knex()('suppressions').where({ workspace_id: ws.id }).first('email')).toBeUndefined();
+      });
+    }
+
+    it("postmark: a SubscriptionChange for a hard bounce or a spam complaint acts as Postmark's Bounce and SpamComplaint do, once between them", async () => {
+      const ws = await h().workspace();
+      const path = await register(ws, 'postmark');
+      const hardBounce = 'postmark-subscription-change-hard-bounce';
+      const bounced = await s.sentMessage(ws, '<p>Hello</p>');
+      const beforeBounce = await stateOf(ws, bounced);
+      expect((await post(path, signedCall('postmark', hardBounce, { email: bounced.email, messageId: bounced.message.id }))).json()).toEqual({ processed: 1 });
+      expect(await stateOf(ws, bounced)).toEqual({ ...beforeBounce, status: 'bounced', suppressed: 'hard_bounce' });
+
+      const complained = await s.sentMessage(ws, '<p>Hello</p>');
+      const target = { email: complained.email, messageId: complained.message.id };
+      const beforeComplaint = await stateOf(ws, complained);
+      const spamComplaint = signedCall('postmark', hardBounce, target, { edit: (event) => void (event.SuppressionReason = 'SpamComplaint') });
+      expect((await post(path, spamComplaint)).json()).toEqual({ processed: 1 });
+      const afterComplaint = await stateOf(ws, complained);
+      expect(afterComplaint).toEqual({ ...beforeComplaint, status: 'complained', suppressed: 'complaint', subscription: 'unsubscribed', origins: [...beforeComplaint.origins, 'complaint'] });
+      // Postmark's SpamComplaint record of the same complaint: its own event, which finds its work done.
+      expect((await post(path, relayCall('postmark', 'complaint', target))).json()).toEqual({ processed: 1 });
+      expect(await stateOf(ws, complained)).toEqual(afterComplaint);
+    });
+
+    it('postmark: a reactivation lifts only a hard-bounce suppression emk made before it, and never subscribes', async () => {
+      const ws = await h().workspace();
+      const path = await register(ws, 'postmark');
+      const reactivation = (email: string, at: number) =>
+        signedCall('postmark', 'postmark-subscription-change-reactivation', { email, messageId: randomUUID() }, { edit: changedAt('postmark', at) });
+      // A contact who left through Postmark's link, and whose address then bounced.
+      const sent = await s.sentMessage(ws, '<p>Hello</p>');
+      const target = { email: sent.email, messageId: sent.message.id };
+      expect((await post(path, signedCall('postmark', 'postmark-subscription-change', target, { edit: changedAt('postmark', h().clock()) }))).json()).toEqual({ processed: 1 });
+      expect((await post(path, relayCall('postmark', 'hard_bounce', target))).json()).toEqual({ processed: 1 });
+      const bounced = await stateOf(ws, sent);
+      expect(bounced).toMatchObject({ status: 'bounced', suppressed: 'hard_bounce', subscription: 'unsubscribed' });
+      // Reactivated at Postmark before emk learned of the bounce: the bounce stands.
+      expect((await post(path, reactivation(sent.email, h().clock() - 1_000))).json()).toEqual({ processed: 1 });
+      expect(await stateOf(ws, sent)).toEqual(bounced);
+      // Reactivated after it: the suppression is lifted, and the contact stays unsubscribed with no new change.
+      h().clock.advance(1_000);
+      expect((await post(path, reactivation(sent.email, h().clock()))).json()).toEqual({ processed: 1 });
+      expect(await stateOf(ws, sent)).toEqual({ ...bounced, suppressed: null });
+
+      // A complaint is the recipient's word: a reactivation leaves its suppression and the unsubscribe.
+      const complained = await s.sentMessage(ws, '<p>Hello</p>');
+      expect((await post(path, relayCall('postmark', 'complaint', { email: complained.email, messageId: complained.message.id }))).json()).toEqual({ processed: 1 });
+      const afterComplaint = await stateOf(ws, complained);
+      expect(afterComplaint).toMatchObject({ suppressed: 'complaint', subscription: 'unsubscribed' });
+      expect((await post(path, reactivation(complained.email, h().clock()))).json()).toEqual({ processed: 1 });
+      expect(await stateOf(ws, complained)).toEqual(afterComplaint);
+    });
+
+    it('sendgrid: a group_resubscribe does not subscribe the contact again', async () => {
+      const ws = await h().workspace();
+      const path = await register(ws, 'sendgrid');
+      const sent = await s.sentMessage(ws, '<p>Hello</p>');
+      const target = { email: sent.email, messageId: sent.message.id };
+      expect((await post(path, signedCall('sendgrid', 'sendgrid-group-unsubscribe', target))).json()).toEqual({ processed: 1 });
+      const unsubscribed = await stateOf(ws, sent);
+      expect(unsubscribed.subscription).toBe('unsubscribed');
+      expect((await post(path, signedCall('sendgrid', 'sendgrid-group-resubscribe', target))).json()).toEqual({ processed: 0 });
+      // The barrier: a later event of the same call path acts, so the resubscribe had its chance to.
+      expect((await post(path, relayCall('sendgrid', 'delivery', target))).json()).toEqual({ processed: 1 });
+      expect(await stateOf(ws, sent)).toEqual({ ...unsubscribed, delivered: true });
+    });
 
     it('ses: a subscription confirmation is verified, confirmed at its SNS link only, and pins the topic', async () => {
       const ws = await h().workspace();

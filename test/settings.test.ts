@@ -13,6 +13,7 @@ const DEFAULTS = {
   postal_address: null,
   domain_rates: {},
   event_retention_days: null,
+  currency: 'USD',
 };
 
 describeEachDatabase('settings', (h) => {

@@ -52,7 +52,7 @@ const ITEMS_1001 = [
 describe('Shopify fixtures map to their store changes', () => {
   it('every fixture is one topic emk reads, and maps without a warning', () => {
     const files = readdirSync(FIXTURES).filter((f) => f.endsWith('.json') && f !== 'manifest.json');
-    expect(files).toHaveLength(18);
+    expect(files).toHaveLength(19);
     for (const file of files) {
       const topic = file.replace(/\.json$/, '').replace('-', '/');
       expect(map(topic, fixture(file.replace(/\.json$/, ''))), topic).toMatchObject({ status: 'mapped', warnings: [] });
@@ -73,6 +73,9 @@ describe('Shopify fixtures map to their store changes', () => {
     }
     for (const name of ['customers-redact', 'customers-data_request', 'shop-redact']) expect(fixture(name).shop_domain).toBe(SHOP);
     expect(fixture('customers-redact').customer.id).toBe(fixture('customers-create').id);
+    const consent = fixture('customers_email_marketing_consent-update');
+    expect([consent.customer_id, consent.email_address]).toEqual([fixture('customers-create').id, MAYA.email]);
+    expect(consent.email_marketing_consent).toMatchObject(fixture('customers-update').email_marketing_consent);
   });
 
   it('orders/create: the whole order, its buyer, the identity token and line items by product id', () => {
@@ -90,6 +93,7 @@ describe('Shopify fixtures map to their store changes', () => {
         orderedAt: at('2024-05-14T13:32:10Z'),
         items: ITEMS_1001,
         cancelled: false,
+        cancelledAt: null,
         refunds: [],
         updatedAt: at('2024-05-14T13:32:11Z'),
       },
@@ -124,6 +128,7 @@ describe('Shopify fixtures map to their store changes', () => {
       totalAmount: 103.62,
       status: 'refunded',
       cancelled: true,
+      cancelledAt: at('2024-05-28T20:40:21Z'),
       refunds: [{ id: '9301234567891', amount: 103.62 }],
       items: [{ external_id: SWEATER, title: 'Merino Crew Sweater', quantity: 1, price: 89 }],
     });
@@ -133,7 +138,7 @@ describe('Shopify fixtures map to their store changes', () => {
     expect(changeOf('refunds/create', fixture('refunds-create'))).toEqual({
       kind: 'order_refunds',
       orderExternalId: '5801234567890',
-      refunds: [{ id: '9301234567890', amount: 101.52 }],
+      refunds: [{ id: '9301234567890', amount: 101.52, at: at('2024-05-21T18:10:00Z') }],
     });
   });
 
@@ -165,6 +170,13 @@ describe('Shopify fixtures map to their store changes', () => {
     expect(changeOf('customers/update', fixture('customers-update'))).toEqual({
       kind: 'customer',
       customer: { ...MAYA, consent: { status: 'unsubscribed', at: at('2024-06-10T23:02:37Z') } },
+    });
+  });
+
+  it('customers_email_marketing_consent/update: the consent alone, at Shopify’s time, with Shopify’s customer id', () => {
+    expect(changeOf('customers_email_marketing_consent/update', fixture('customers_email_marketing_consent-update'))).toEqual({
+      kind: 'customer',
+      customer: { email: MAYA.email, properties: { shopify_customer_id: '7012345678901' }, consent: { status: 'unsubscribed', at: at('2024-06-10T23:02:37Z') } },
     });
   });
 
@@ -240,8 +252,8 @@ describe('Shopify payloads at the edges', () => {
     const { order: read } = orderOf(changeOf('orders/updated', order({ total_price: '0.10', refunds: [refund(1, ['0.10', '0.20']), refund(2, ['0.05'])] })));
     expect(read.totalAmount).toBe(0.1);
     expect(read.refunds).toEqual([
-      { id: '1', amount: 0.3 },
-      { id: '2', amount: 0.05 },
+      { id: '1', amount: 0.3, at: null },
+      { id: '2', amount: 0.05, at: null },
     ]);
   });
 
@@ -280,7 +292,7 @@ describe('Shopify payloads at the edges', () => {
     expect(mapped.order.items).toEqual([{ ...ITEMS_1001[0], price: null }, ITEMS_1001[1]]);
     const refunds = [{ id: 7, transactions: [{ kind: 'refund', status: 'success', amount: 'ten' }, { kind: 'refund', status: 'success', amount: '4.00' }] }];
     expect(orderOf(changeOf('orders/updated', order({ refunds }), ['refunds[0].transactions[0].amount must be a number (got string) (ignored)'])).order.refunds).toEqual([
-      { id: '7', amount: 4 },
+      { id: '7', amount: 4, at: null },
     ]);
   });
 
@@ -355,15 +367,68 @@ describe('Shopify payloads at the edges', () => {
     expect(older({})).toBeNull();
   });
 
-  it('an order whose customer says nothing of consent takes the checkout box, without a time', () => {
-    const customer = { ...fixture('orders-create').customer, email_marketing_consent: null };
-    expect(orderOf(changeOf('orders/create', order({ customer, buyer_accepts_marketing: true }))).customer?.consent).toEqual({ status: 'subscribed', at: null });
-    expect(orderOf(changeOf('orders/create', order({ customer, buyer_accepts_marketing: false }))).customer?.consent).toEqual({ status: 'non_subscribed', at: null });
+  it('the consent topic: any state as for a customer, any case; without a time it has none', () => {
+    const topic = 'customers_email_marketing_consent/update';
+    const sent = fixture('customers_email_marketing_consent-update');
+    const consentOf = (patch: Body) =>
+      (changeOf(topic, { ...sent, email_marketing_consent: { ...sent.email_marketing_consent, ...patch } }) as Extract<StoreChange, { kind: 'customer' }>).customer.consent;
+    expect(consentOf({ state: 'subscribed', consent_updated_at: '2024-07-01T08:00:00-04:00' })).toEqual({ status: 'subscribed', at: at('2024-07-01T12:00:00Z') });
+    expect(consentOf({ state: 'SUBSCRIBED' })).toEqual({ status: 'subscribed', at: at('2024-06-10T23:02:37Z') });
+    expect(consentOf({ state: 'pending' })).toEqual({ status: 'non_subscribed', at: at('2024-06-10T23:02:37Z') });
+    expect(consentOf({ consent_updated_at: null })).toEqual({ status: 'unsubscribed', at: null });
+  });
+
+  it('the consent topic without an email or a state applies nothing and says so (emk finds contacts by email)', () => {
+    const topic = 'customers_email_marketing_consent/update';
+    const sent = fixture('customers_email_marketing_consent-update');
+    expect(nothingFrom(topic, { ...sent, email_address: null })).toEqual([
+      'email_address is missing: emk finds contacts by email, so the consent of customer 7012345678901 was not applied',
+    ]);
+    expect(nothingFrom(topic, { ...sent, email_address: '', customer_id: null })).toEqual([
+      'email_address is missing: emk finds contacts by email, so the consent of the customer was not applied',
+    ]);
+    expect(nothingFrom(topic, { ...sent, email_marketing_consent: { ...sent.email_marketing_consent, state: null } })).toEqual([
+      'email_marketing_consent.state must be one of subscribed, unsubscribed, not_subscribed, pending, redacted, invalid (ignored)',
+      'the consent was not applied: it needs email_marketing_consent.state',
+    ]);
+    expect(nothingFrom(topic, { customer_id: 1, email_address: MAYA.email })).toEqual(['the consent was not applied: it needs email_marketing_consent.state']);
+  });
+
+  it('the checkout box without the customer’s consent (API 2025-01 on): ticked, subscribed at the order’s processed_at, else created_at; unticked says nothing', () => {
+    // From API 2025-01 Shopify's customer payloads, the order's customer included, carry no email_marketing_consent.
+    const { email_marketing_consent: _removed, ...customer } = fixture('orders-create').customer;
+    const consentOf = (patch: Body, warnings: string[] = []) => orderOf(changeOf('orders/create', order({ customer, ...patch }), warnings)).customer?.consent;
+    expect(consentOf({ buyer_accepts_marketing: true, processed_at: '2024-05-14T09:33:00-04:00' })).toEqual({ status: 'subscribed', at: at('2024-05-14T13:33:00Z') });
+    expect(consentOf({ buyer_accepts_marketing: true, processed_at: null })).toEqual({ status: 'subscribed', at: at('2024-05-14T13:32:10Z') });
+    expect(consentOf({ buyer_accepts_marketing: true, processed_at: 'soon' }, ['processed_at must be an RFC 3339 time (ignored)'])).toEqual({
+      status: 'subscribed',
+      at: at('2024-05-14T13:32:10Z'),
+    });
+    // An empty box is no unsubscribe, and what is not a boolean is no box.
+    expect(consentOf({ buyer_accepts_marketing: false })).toBeNull();
+    expect(consentOf({ buyer_accepts_marketing: undefined })).toBeNull();
     expect(orderOf(changeOf('orders/create', order({ customer: null, buyer_accepts_marketing: 'yes' }))).customer).toEqual({
       email: MAYA.email,
       properties: { first_name: 'Maya', last_name: 'Lindqvist' },
       consent: null,
     });
+    // A checkout has no processed_at: its box is dated by its creation.
+    const { email_marketing_consent: _alsoRemoved, ...buyer } = fixture('checkouts-create').customer;
+    const cart = changeOf('checkouts/create', { ...fixture('checkouts-create'), customer: buyer }) as Extract<StoreChange, { kind: 'cart' }>;
+    expect(cart.customer?.consent).toEqual({ status: 'subscribed', at: at('2024-05-14T13:18:40Z') });
+  });
+
+  it('older payloads: the customer’s dated consent is Shopify’s own record and wins over the box; an undated one gives way to it', () => {
+    expect(orderOf(changeOf('orders/create', order({ buyer_accepts_marketing: true }))).customer?.consent).toEqual(MAYA.consent);
+    const unsubscribed = { ...fixture('orders-create').customer, email_marketing_consent: { state: 'unsubscribed', opt_in_level: null, consent_updated_at: '2024-05-20T10:00:00Z' } };
+    expect(orderOf(changeOf('orders/updated', order({ customer: unsubscribed, buyer_accepts_marketing: true }))).customer?.consent).toEqual({
+      status: 'unsubscribed',
+      at: at('2024-05-20T10:00:00Z'),
+    });
+    const undated = { ...fixture('orders-create').customer, email_marketing_consent: { state: 'not_subscribed', opt_in_level: null, consent_updated_at: null } };
+    const consentOf = (box: boolean) => orderOf(changeOf('orders/create', order({ customer: undated, buyer_accepts_marketing: box }))).customer?.consent;
+    expect(consentOf(true)).toEqual({ status: 'subscribed', at: at('2024-05-14T13:32:10Z') });
+    expect(consentOf(false)).toEqual({ status: 'non_subscribed', at: null });
   });
 
   it('the identity token: note attribute _ir_id or _emk, as a list or an object; none without', () => {

@@ -47,6 +47,7 @@ const ORDER_5001 = {
   orderedAt: utc('2026-03-04T18:22:09'),
   items: ORDER_5001_ITEMS,
   cancelled: false,
+  cancelledAt: null,
   refunds: [],
   updatedAt: utc('2026-03-04T18:22:14'),
 };
@@ -122,7 +123,7 @@ describe('WooCommerce fixtures map to store changes', () => {
           kind: 'order',
           customer: NOAH,
           identityToken: null,
-          order: { ...ORDER_5002, status: 'pending', cancelled: false, updatedAt: utc('2026-03-06T20:03:45') },
+          order: { ...ORDER_5002, status: 'pending', cancelled: false, cancelledAt: null, updatedAt: utc('2026-03-06T20:03:45') },
           placed: false,
         },
       ],
@@ -131,7 +132,7 @@ describe('WooCommerce fixtures map to store changes', () => {
 
   it('order-updated-cancelled.json: the unpaid order cancelled by WooCommerce', () => {
     const change = orderOf(fixture('order-updated-cancelled.json'));
-    expect(change.order).toEqual({ ...ORDER_5002, status: 'cancelled', cancelled: true, updatedAt: utc('2026-03-06T21:04:02') });
+    expect(change.order).toEqual({ ...ORDER_5002, status: 'cancelled', cancelled: true, cancelledAt: utc('2026-03-06T21:04:02'), updatedAt: utc('2026-03-06T21:04:02') });
     expect(change.customer).toEqual(NOAH);
   });
 
@@ -145,7 +146,7 @@ describe('WooCommerce fixtures map to store changes', () => {
 
   it('order-restored.json: the restored order is its snapshot, still cancelled', () => {
     const change = orderOf(fixture('order-restored.json'), 'order.restored');
-    expect(change.order).toEqual({ ...ORDER_5002, status: 'cancelled', cancelled: true, updatedAt: utc('2026-03-20T08:15:00') });
+    expect(change.order).toEqual({ ...ORDER_5002, status: 'cancelled', cancelled: true, cancelledAt: utc('2026-03-20T08:15:00'), updatedAt: utc('2026-03-20T08:15:00') });
   });
 
   it('customer-created.json: an account without consent is non_subscribed, at no time', () => {
@@ -282,7 +283,7 @@ describe('WooCommerce order statuses', () => {
   });
 
   it('refunded with no refund listed is a full refund under the id `status:refunded`', () => {
-    expect(orderOf(order5001({ status: 'refunded', refunds: [] })).order.refunds).toEqual([{ id: 'status:refunded', amount: 97.9 }]);
+    expect(orderOf(order5001({ status: 'refunded', refunds: [] })).order.refunds).toEqual([{ id: 'status:refunded', amount: 97.9, at: ORDER_5001.updatedAt }]);
   });
 
   it('a status a plugin added counts as placed once paid, else not', () => {
@@ -311,8 +312,8 @@ describe('WooCommerce order edge cases', () => {
       }),
     );
     expect(only(delivery, 'order').order.refunds).toEqual([
-      { id: '61', amount: 10.5 },
-      { id: '62', amount: 0.4 },
+      { id: '61', amount: 10.5, at: ORDER_5001.updatedAt },
+      { id: '62', amount: 0.4, at: ORDER_5001.updatedAt },
     ]);
     expect(mapped(delivery).warnings).toEqual([
       'refunds[2].total must be a number (got string) (ignored)',

@@ -7,7 +7,7 @@ import { runEmk } from '../helpers/cli.js';
 import type { Harness, TestWorkspace } from '../helpers/harness.js';
 import { isPlatformOperation, type Burst, type Operation, type Platform, type PlatformOperation, type SyncRow } from './operations.js';
 import { PlatformPayloads } from './platform-payloads.js';
-import { FLOWS, PLATFORM_DOMAINS, VISIT_EVENT, emailKey } from './reference-model.js';
+import { FLOWS, PLATFORM_DOMAINS, VISIT_EVENT, emailKey, type ImportAnswer } from './reference-model.js';
 import { directOrderLine, reportWindows, revenueLine, type ContactView, type OrderView, type Snapshot } from './snapshot.js';
 
 const PER_PAGE = 500;
@@ -121,9 +121,10 @@ export class EmkDriver {
     }
   }
 
-  async run(burst: Burst): Promise<void> {
+  /** Sends a burst; `expected`: the model's answers to its imports, one per operation. */
+  async run(burst: Burst, expected: Array<ImportAnswer | void>): Promise<void> {
     this.h.clock.advance(burst.advanceMs);
-    const answers = await Promise.all(burst.operations.map((op) => this.apply(op)));
+    const answers = await Promise.all(burst.operations.map((op, i) => this.apply(op, expected[i])));
     const ops = burst.operations;
     this.checkDeliveryAnswers(ops, answers);
     if (ops.some((op) => op.kind === 'send-campaign' || op.kind === 'flow-trigger')) {
@@ -219,10 +220,32 @@ export class EmkDriver {
     ordered_at: this.iso(row.orderedAt),
   });
 
-  /** A sync row may only be refused for the contact limit (the model then stores nothing for it). */
-  private syncErrors(errors: Array<{ error: string }>) {
-    const unexpected = errors.filter((e) => e.error !== 'contact limit reached');
-    if (unexpected.length > 0) this.problems.push(`sync errors: ${JSON.stringify(unexpected)}`);
+  /** An import's refused rows: as many as the model refuses, each for the one reason the model refuses it for. */
+  private checkRefused(what: string, errors: Array<{ error: string }>, expected: ImportAnswer, reason: string): void {
+    if (errors.length !== expected.refused || errors.some((e) => e.error !== reason)) {
+      this.problems.push(`${what} refused ${errors.length} rows (${JSON.stringify(errors.slice(0, 5))}), expected ${expected.refused} (${reason})`);
+    }
+  }
+
+  /**
+   * An import through the CLI, a process of its own on the same database: its exit code is the model's (docs/cli.md,
+   * exit codes of an import), and its `--json` summary, printed whatever the exit code, refuses the model's rows.
+   */
+  private async cliImport(args: string[], rows: unknown[], expected: ImportAnswer, reason: string): Promise<void> {
+    const file = join(this.tmpDir, `import-${++this.cliFiles}.jsonl`);
+    writeFileSync(file, rows.map((row) => JSON.stringify(row)).join('\n') + '\n');
+    const what = `emk ${args.join(' ')}`;
+    const result = await runEmk([...args, '--db', this.h.database.url, '--workspace', this.ws.id, '--file', file, '--json', '--no-migrate']);
+    if (result.code !== expected.exitCode) {
+      this.problems.push(`${what} exited ${result.code}, expected ${expected.exitCode} (${expected.refused} of ${rows.length} rows refused): ${result.stderr.slice(0, 300)}`);
+    }
+    let summary: { errors: Array<{ error: string }> };
+    try {
+      summary = JSON.parse(result.stdout);
+    } catch {
+      return void this.problems.push(`${what} printed no JSON summary: ${result.stdout.slice(0, 300)} ${result.stderr.slice(0, 300)}`);
+    }
+    this.checkRefused(what, summary.errors, expected, reason);
   }
 
   /**
@@ -270,7 +293,7 @@ export class EmkDriver {
     return status;
   }
 
-  private async apply(op: Operation): Promise<string | void> {
+  private async apply(op: Operation, expected: ImportAnswer | void): Promise<string | void> {
     switch (op.kind) {
       case 'platform-order':
       case 'platform-refund':
@@ -297,17 +320,12 @@ export class EmkDriver {
         return;
       }
       case 'sync': {
-        if (op.via === 'api') {
-          const reply = await this.api('POST', '/ecommerce/sync-historical-orders', { orders: op.rows.map(this.syncRow) });
-          this.expect('sync', reply.statusCode, [200], reply.body);
-          if (reply.statusCode === 200) this.syncErrors(reply.json().errors);
-          return;
-        }
-        const file = join(this.tmpDir, `sync-${++this.cliFiles}.jsonl`);
-        writeFileSync(file, op.rows.map((row) => JSON.stringify(this.syncRow(row))).join('\n') + '\n');
-        const result = await runEmk(['sync-orders', '--db', this.h.database.url, '--workspace', this.ws.id, '--file', file, '--json', '--no-migrate']);
-        if (result.code !== 0) this.problems.push(`emk sync-orders exited ${result.code}: ${result.stderr.slice(0, 300)}`);
-        else this.syncErrors(JSON.parse(result.stdout).errors);
+        // A sync row is refused only for the contact limit (the model then stores nothing for it).
+        const rows = op.rows.map(this.syncRow);
+        if (op.via === 'cli') return this.cliImport(['sync-orders'], rows, expected!, 'contact limit reached');
+        const reply = await this.api('POST', '/ecommerce/sync-historical-orders', { orders: rows });
+        this.expect('sync', reply.statusCode, [200], reply.body);
+        if (reply.statusCode === 200) this.checkRefused('sync', reply.json().errors, expected!, 'contact limit reached');
         return;
       }
       case 'identify': {
@@ -321,16 +339,12 @@ export class EmkDriver {
         return;
       }
       case 'event-batch': {
+        // An event of an address without a live contact is refused; none is made for it.
         const rows = op.emails.map((email) => ({ email, event_name: VISIT_EVENT }));
-        if (op.via === 'api') {
-          const reply = await this.api('POST', '/events/batch', { events: rows });
-          this.expect('POST /events/batch', reply.statusCode, [200], reply.body);
-          return;
-        }
-        const file = join(this.tmpDir, `events-${++this.cliFiles}.jsonl`);
-        writeFileSync(file, rows.map((row) => JSON.stringify(row)).join('\n') + '\n');
-        const result = await runEmk(['events', 'import', '--db', this.h.database.url, '--workspace', this.ws.id, '--file', file, '--json', '--no-migrate']);
-        if (result.code !== 0) this.problems.push(`emk events import exited ${result.code}: ${result.stderr.slice(0, 300)}`);
+        if (op.via === 'cli') return this.cliImport(['events', 'import'], rows, expected!, 'contact not found');
+        const reply = await this.api('POST', '/events/batch', { events: rows });
+        this.expect('POST /events/batch', reply.statusCode, [200], reply.body);
+        if (reply.statusCode === 200) this.checkRefused('POST /events/batch', reply.json().errors, expected!, 'contact not found');
         return;
       }
       case 'upsert-contact': {

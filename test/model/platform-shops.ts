@@ -44,6 +44,8 @@ export class PlatformShops {
   private readonly sent: PlatformOperation[] = [];
   private readonly sentIds = new Set<string>();
   private readonly counters = { shopify: 0, woocommerce: 0, refund: 0, delivery: 0 };
+  /** The changes each shop has made, by `<platform>:<change>`: every kind is made early in a run (the opening). */
+  private readonly made = new Set<string>();
 
   constructor(
     private readonly random: Random,
@@ -214,6 +216,15 @@ export class PlatformShops {
     return [this.orderDelivery(o, shopify ? 'orders/create' : 'order.created')];
   }
 
+  /** A change the order can take: while some of them were never made at its shop, one of those (any alike). */
+  private pickChange<K extends string>(platform: Platform, weights: Record<K, number>): K {
+    const possible = (Object.keys(weights) as K[]).filter((change) => weights[change] > 0);
+    const unmade = possible.filter((change) => !this.made.has(`${platform}:${change}`));
+    const change = unmade.length > 0 ? this.random.pick(unmade) : this.random.weighted(weights);
+    this.made.add(`${platform}:${change}`);
+    return change;
+  }
+
   private changeOrder(o: ShopOrder): PlatformOperation[] {
     return o.platform === 'shopify' ? this.changeShopifyOrder(o) : this.changeWooOrder(o);
   }
@@ -252,7 +263,7 @@ export class PlatformShops {
     const open = o.cancelledAt === null;
     const unpaid = o.status === 'pending' || o.status === 'authorized';
     const refund = ['paid', 'partially_refunded'].includes(o.status) ? this.refundAmount(o) : null;
-    const change = random.weighted({
+    const change = this.pickChange('shopify', {
       paid: open && unpaid ? 4 : 0,
       refund: refund !== null ? 4 : 0,
       cancel: open ? 1.2 : 0,
@@ -306,7 +317,7 @@ export class PlatformShops {
       return [this.orderDelivery(o, 'order.restored')];
     }
     const refund = ['processing', 'completed', 'on-hold', 'refunded'].includes(o.status) ? this.refundAmount(o) : null;
-    const change = random.weighted({
+    const change = this.pickChange('woocommerce', {
       trash: 0.6,
       refund: refund !== null ? 2 : 0,
       fullRefund: ['processing', 'completed'].includes(o.status) ? 1 : 0,

@@ -65,6 +65,18 @@ function refundsOf(platform: Platform, o: PlatformOrderSnapshot): Array<{ id: st
 }
 
 /**
+ * What an import (a sync or an event batch) must answer: the rows it refuses, and the exit code of the CLI's import
+ * of the same rows (docs/cli.md, exit codes of an import: 1 when every row of a file was refused, an empty file
+ * refusing nothing; else 0). The model's files never exceed `--max-errors`, which the driver does not pass.
+ */
+export interface ImportAnswer {
+  refused: number;
+  exitCode: 0 | 1;
+}
+
+const importAnswer = (rows: number, refused: number): ImportAnswer => ({ refused, exitCode: rows > 0 && refused === rows ? 1 : 0 });
+
+/**
  * A platform consent time must be this much later than a contact's last status change to count as later for sure
  * (emk may keep its own times to the second); one at or before it is not later whatever emk keeps.
  */
@@ -238,14 +250,15 @@ export class ReferenceModel {
     setTotal(existing, total, refunded);
   }
 
-  private sync(rows: SyncRow[]): void {
+  private sync(rows: SyncRow[]): ImportAnswer {
     // New contacts are made in email-key order (what decides who gets the last places under a contact limit).
     const byKey = new Map<string, string>();
     for (const row of rows) if (!byKey.has(emailKey(row.email))) byKey.set(emailKey(row.email), row.email);
     for (const k of [...byKey.keys()].sort()) this.ensureContact(byKey.get(k)!, 'non_subscribed', 'sync');
+    let refused = 0;
     rows.forEach((row) => {
       const owner = this.contactOf(row.email);
-      if (owner === undefined) return; // refused: contact limit reached
+      if (owner === undefined) return void refused++; // contact limit reached
       const existing = this.orders.get(row.externalId);
       if (existing) {
         setTotal(existing, row.total, existing.refunded);
@@ -261,6 +274,7 @@ export class ReferenceModel {
         });
       }
     });
+    return importAnswer(rows.length, refused);
   }
 
   /** A first delivery of a platform's, or one without an id (applied each time); a known id is a duplicate. */
@@ -382,7 +396,8 @@ export class ReferenceModel {
     this.now += ms;
   }
 
-  apply(op: Operation): void {
+  /** Applies one operation; an import's answer is returned, for the driver to hold emk's answer to. */
+  apply(op: Operation): ImportAnswer | void {
     switch (op.kind) {
       case 'webhook-order':
         return this.webhookOrder(op);
@@ -409,13 +424,16 @@ export class ReferenceModel {
         else this.anonymousVisits.set(op.anonymousId, (this.anonymousVisits.get(op.anonymousId) ?? 0) + 1);
         return;
       }
-      case 'event-batch':
+      case 'event-batch': {
         // Matched case-insensitively to live contacts; an unknown email is a row error, never a new contact.
+        let refused = 0;
         for (const email of op.emails) {
           const owner = this.contactOf(email);
           if (owner !== undefined) this.contacts.get(owner)!.visits++;
+          else refused++;
         }
-        return;
+        return importAnswer(op.emails.length, refused);
+      }
       case 'upsert-contact':
         this.ensureContact(op.email, op.status ?? 'non_subscribed', 'api');
         return;

@@ -38,6 +38,13 @@ interface Replay {
   checks: number;
 }
 
+/** One burst: the model applies it first, so emk's answers to its imports are held to the model's. */
+export async function applyBurst(driver: EmkDriver, model: ReferenceModel, burst: Burst): Promise<void> {
+  model.advance(burst.advanceMs);
+  const answers = burst.operations.map((op) => model.apply(op));
+  await driver.run(burst, answers);
+}
+
 /** Applies bursts to a fresh database and to a fresh model, comparing as it goes; stops at the first discrepancy. */
 async function replay(bursts: Burst[], dialect: DialectName, checkEvery: number, log?: (line: string) => void): Promise<Replay> {
   const harness = await createHarness(dialect);
@@ -52,10 +59,8 @@ async function replay(bursts: Burst[], dialect: DialectName, checkEvery: number,
     for (let b = 0; b < bursts.length; b++) {
       const burst = bursts[b]!;
       const applyStart = Date.now();
-      await driver.run(burst);
+      await applyBurst(driver, model, burst);
       applyMs += Date.now() - applyStart;
-      model.advance(burst.advanceMs);
-      for (const op of burst.operations) model.apply(op);
       done += burst.operations.length;
       if ((b + 1) % checkEvery !== 0 && b !== bursts.length - 1 && driver.problems.length === 0) continue;
       checks++;

@@ -137,6 +137,8 @@ export function createAttributionStore(dialect: Dialect) {
       const query = db('orders')
         .where({ workspace_id: workspaceId })
         .whereIn('origin', [...ATTRIBUTED_ORIGINS])
+        // An order without a contact has no engagement to be credited to.
+        .whereNotNull('contact_id')
         .select(
           'id',
           'contact_id',

@@ -28,6 +28,7 @@ import { compositeKey, pairOf } from '../shared/keys.js';
 import { createContactStore, contactKey, type ContactRow, type StatusChange } from './contact-store.js';
 import { emailKey } from '../shared/keys.js';
 import type { TableGrowth } from '../db/table-growth.js';
+import type { ContactIdentityService, ContactPropertyWrite } from '../contact-identities/contact-identity-service.js';
 
 /** What to create when an email has no contact yet. */
 export interface ContactSeed {
@@ -135,8 +136,10 @@ export function createContactService(deps: {
   tableGrowth: TableGrowth;
   /** When status changes happen (the consent history's times, which a platform's consent time is compared with). */
   clock?: Clock;
+  /** Every write of properties keeps the contacts' platform customer ids and phone numbers in step, in its transaction. */
+  identities: Pick<ContactIdentityService, 'record'>;
 }) {
-  const { knex, reader, writer, writeTransaction, eventRecords, suppressions, outbox, settings, tableGrowth } = deps;
+  const { knex, reader, writer, writeTransaction, eventRecords, suppressions, outbox, settings, tableGrowth, identities } = deps;
   const clock = deps.clock ?? systemClock;
   const contactStore = createContactStore(deps.dialect);
 
@@ -218,6 +221,7 @@ export function createContactService(deps: {
       }),
     );
     await outbox.record(trx, created.map((row) => contactChangedFact(row.workspace_id, row.id, 'created', now)));
+    await identities.record(trx, created.map((row) => ({ workspaceId: row.workspace_id, contactId: row.id, before: null, after: row.properties, named: row.properties })));
     const lostRaces = missing.filter((row) => !insertedIds.has(row.id)).map((row): [string, string] => [row.workspace_id, row.email_key]);
     for (const row of await contactStore.findByKeys(trx, lostRaces, { lock })) remember(row, false);
     return found;
@@ -243,6 +247,8 @@ export function createContactService(deps: {
     // Later writes of one email in the same group build on earlier ones: the first may have created it.
     const seen = new Set<string>();
     const dirty = new Map<string, EnsuredContact>();
+    // A contact this group created had its identities recorded with its creation.
+    const propertyWrites: ContactPropertyWrite[] = [];
     const results = writes.map((w): ContactWriteResult => {
       const key = contactKey(w.workspaceId, w.email);
       const contact = ensured.get(key);
@@ -250,6 +256,9 @@ export function createContactService(deps: {
       const createdHere = contact.created && !seen.has(key);
       seen.add(key);
       const merged = createdHere ? null : mergeProperties(contact.row.properties, w.properties, w.merge);
+      if (!createdHere) {
+        propertyWrites.push({ workspaceId: w.workspaceId, contactId: contact.row.id, before: contact.row.properties, after: merged ?? contact.row.properties, named: w.properties });
+      }
       if (merged) {
         contact.row.properties = merged;
         dirty.set(contact.row.id, contact);
@@ -258,6 +267,7 @@ export function createContactService(deps: {
     });
     const now = Date.now();
     await contactStore.updateProperties(trx, [...dirty.values()].map(({ row }) => row), now);
+    await identities.record(trx, propertyWrites);
     const changed = [...dirty.values()].map(({ row }) => contactChangedFact(row.workspace_id, row.id, 'profile', now));
 
     const links = writes.flatMap((w, i) => {
@@ -369,6 +379,7 @@ export function createContactService(deps: {
         const row = await contactStore.findById(trx, workspaceId, id, true);
         if (!row) throw new NotFoundError();
         const properties = input.properties ? mergeProperties(row.properties, input.properties, 'overwrite') : null;
+        if (input.properties) await identities.record(trx, [{ workspaceId, contactId: id, before: row.properties, after: properties ?? row.properties, named: input.properties }]);
         const status =
           input.subscription_status && input.subscription_status !== row.subscription_status
             ? input.subscription_status
@@ -404,6 +415,7 @@ export function createContactService(deps: {
         const row = await contactStore.findById(trx, workspaceId, id, true);
         if (!row) return { statusChanged: false, statusRefused: false };
         const properties = update.properties ? mergeProperties(row.properties, update.properties, 'overwrite') : null;
+        if (update.properties) await identities.record(trx, [{ workspaceId, contactId: id, before: row.properties, after: properties ?? row.properties, named: update.properties }]);
         const wanted = update.subscription_status;
         const statusRefused = wanted === 'subscribed' && row.subscription_status === 'unsubscribed';
         const status = wanted && wanted !== row.subscription_status && !statusRefused ? wanted : undefined;
@@ -417,17 +429,24 @@ export function createContactService(deps: {
     },
 
     /**
-     * A consent change from outside the API (an unsubscribe link, the preferences page, a relay's complaint),
-     * recorded with its origin and the message it came through, if any. Returns the status before; unchanged
-     * statuses record nothing.
+     * A consent change from outside the API (an unsubscribe link, the preferences page, a relay's complaint or
+     * unsubscribe), recorded with its origin, the message it came through, if any, and when it was made (a relay
+     * says when; else now). Returns the status before; unchanged statuses record nothing.
      */
-    async changeStatus(workspaceId: string, id: string, status: SubscriptionStatus, origin: string, messageId: string | null = null): Promise<SubscriptionStatus> {
+    async changeStatus(
+      workspaceId: string,
+      id: string,
+      status: SubscriptionStatus,
+      origin: string,
+      messageId: string | null = null,
+      at: number = clock(),
+    ): Promise<SubscriptionStatus> {
       return writer.run(async (trx) => {
         const row = await contactStore.findById(trx, workspaceId, id, true);
         if (!row) throw new NotFoundError();
         if (row.subscription_status !== status) {
           await contactStore.update(trx, id, { subscription_status: status });
-          await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at: clock(), messageId }]);
+          await contactStore.recordStatusChanges(trx, [{ contactId: id, from: row.subscription_status, to: status, origin, at, messageId }]);
           await outbox.record(trx, [contactChangedFact(workspaceId, id, 'profile', Date.now())]);
         }
         return row.subscription_status;

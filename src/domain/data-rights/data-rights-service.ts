@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { ContactIdentityService } from '../contact-identities/contact-identity-service.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
 import { contactKey } from '../contacts/contact-lookup.js';
 import type { Contact } from '../contacts/contact.schema.js';
@@ -31,7 +32,7 @@ export interface ExportOptions {
 }
 
 /** The lists an export writes page by page, in the reply's key order. */
-const EXPORT_LISTS = ['events', 'orders', 'messages'] as const;
+const EXPORT_LISTS = ['events', 'orders', 'carts', 'messages'] as const;
 type ExportList = (typeof EXPORT_LISTS)[number];
 
 /**
@@ -64,6 +65,8 @@ export function createDataRightsService(deps: {
   /** The lists the export reads whole, as the management API shows their records. */
   lists: { events: Pick<EventService, 'list'>; orders: Pick<OrderService, 'list'>; messages: Pick<MessageService, 'list'> };
   activity: Pick<ProductActivity, 'forgetViewsOf'>;
+  /** The platform customer ids and phone numbers that name the contacts go with them. */
+  identities: Pick<ContactIdentityService, 'forget'>;
 }) {
   const { knex, reader, writeTransaction, contactLookup, lists, activity } = deps;
   const store = createDataRightsStore(deps.dialect, deps.outbox);
@@ -78,16 +81,17 @@ export function createDataRightsService(deps: {
     for (const part of chunk(ids, ERASE_CHUNK)) {
       await activity.forgetViewsOf(trx, workspaceId, part);
       await store.deleteTraces(trx, workspaceId, part);
+      await deps.identities.forget(trx, workspaceId, part);
       await contactLookup.erase(trx, part, now);
     }
   }
 
   /**
    * Everything kept about the contact as JSON text, written as it is read: `{"contact","events","orders",
-   * "messages","consent"}`, the three long lists page by page (docs/api/data-rights.md#export). The contact is
-   * looked up first, so an unknown id is a NotFoundError before any text; a failure after the first piece
-   * ends the text short (an HTTP reply is then cut, never completed as valid JSON). Read through the reader
-   * (the replica when healthy), as the lists are.
+   * "carts","messages","consent"}`, the four long lists page by page (docs/api/data-rights.md#export). The
+   * contact is looked up first, so an unknown id is a NotFoundError before any text; a failure after the first
+   * piece ends the text short (an HTTP reply is then cut, never completed as valid JSON). Read through the
+   * reader (the replica when healthy), as the lists are.
    */
   async function exportJson(workspaceId: string, id: string, options: ExportOptions = {}): Promise<AsyncIterable<string>> {
     const db = reader();
@@ -96,11 +100,18 @@ export function createDataRightsService(deps: {
     const contact = (await contactLookup.toContacts(db, [row]))[0]!;
     const perPage = options.pageSize ?? EXPORT_PAGE;
     const filter = { contact_id: id };
+    const listOf: Record<ExportList, (paging: Paging) => Promise<Page<unknown>>> = {
+      events: (paging) => lists.events.list(workspaceId, filter, paging),
+      orders: (paging) => lists.orders.list(workspaceId, filter, paging),
+      // Carts have no management list: the export's own query reads them.
+      carts: (paging) => store.listCarts(db, workspaceId, id, paging),
+      messages: (paging) => lists.messages.list(workspaceId, filter, paging),
+    };
     return (async function* () {
       yield `{"contact":${JSON.stringify(contact)}`;
       for (const name of EXPORT_LISTS) {
         yield `,"${name}":[`;
-        yield* pagesOf<unknown>((paging) => lists[name].list(workspaceId, filter, paging), perPage, (page, rows) => options.onPage?.(name, page, rows));
+        yield* pagesOf(listOf[name], perPage, (page, rows) => options.onPage?.(name, page, rows));
         yield ']';
       }
       yield `,"consent":${JSON.stringify(await contactLookup.statusChanges(db, id))}}`;

@@ -1,13 +1,19 @@
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import { selectPage } from '../db/page.js';
-import type { Paging } from '../shared/paging.js';
+import { toPage, type Page, type Paging } from '../shared/paging.js';
 import { toIso } from '../shared/time.js';
 import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
-import type { DataRequest } from './data-rights.schema.js';
+import type { DataRequest, ExportedCart } from './data-rights.schema.js';
 
 const NEWEST_FIRST_RECEIVED = [
   { column: 'received_at', order: 'desc' as const },
+  { column: 'id', order: 'desc' as const },
+];
+
+/** A contact's carts, the last changed first (the carts index on workspace, contact and `updated_at` serves it). */
+const LAST_CHANGED_FIRST = [
+  { column: 'updated_at', order: 'desc' as const },
   { column: 'id', order: 'desc' as const },
 ];
 
@@ -42,6 +48,18 @@ export function createDataRightsStore(dialect: Dialect, outbox: Pick<TriggerOutb
   const fromRow = (raw: Record<string, unknown>): DataRequestRow => ({
     ...(raw as unknown as DataRequestRow),
     received_at: dialect.readNumber(raw.received_at),
+  });
+  const toExportedCart = (row: Record<string, unknown>): ExportedCart => ({
+    id: row.id as string,
+    external_id: (row.external_id as string | null) ?? null,
+    last_event_type: row.last_event_type as string,
+    items: dialect.readJson<unknown[]>(row.items) ?? [],
+    total_amount: dialect.readNullableNumber(row.total_amount),
+    currency: (row.currency as string | null) ?? null,
+    checkout_url: (row.checkout_url as string | null) ?? null,
+    converted_at: toIso(dialect.readNullableNumber(row.converted_at)),
+    created_at: toIso(dialect.readNumber(row.created_at))!,
+    updated_at: toIso(dialect.readNumber(row.updated_at))!,
   });
   return {
     /**
@@ -78,6 +96,18 @@ export function createDataRightsStore(dialect: Dialect, outbox: Pick<TriggerOutb
         .orderBy('c.id')
         .select('c.id');
       return rows.map((row: { id: string }) => row.id);
+    },
+
+    /**
+     * A page of the contact's carts for its export. Carts are among the traces an erasure deletes (TRACES), and
+     * the management API has no list of them to read through, so the export reads them here.
+     */
+    async listCarts(db: Db, workspaceId: string, contactId: string, paging: Paging): Promise<Page<ExportedCart>> {
+      const query = db('carts')
+        .where({ workspace_id: workspaceId, contact_id: contactId })
+        .select('id', 'external_id', 'last_event_type', 'items', 'total_amount', 'currency', 'checkout_url', 'converted_at', 'created_at', 'updated_at');
+      const { rows, total } = await selectPage(query, LAST_CHANGED_FIRST, paging, toExportedCart);
+      return toPage(rows, total, paging);
     },
 
     async insertDataRequests(db: Db, rows: DataRequestRow[]): Promise<void> {

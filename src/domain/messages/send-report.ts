@@ -1,4 +1,5 @@
 import type { Db } from '../db/database.js';
+import { readShopCurrency } from '../settings/shop-currency.js';
 import { deliverabilityRates, type SendReport } from '../shared/send-report.js';
 
 type Of = { campaign_id: string } | { flow_id: string };
@@ -20,7 +21,8 @@ export function createSendReports(deps: {
     const unsubscribed = await deps.unsubscribed(db, workspaceId, of);
     const engagement = await deps.engagementCounts(db, workspaceId, of);
     const revenue = await deps.attributedTotals(db, workspaceId, 'campaign_id' in of ? { campaignId: of.campaign_id } : { flowId: of.flow_id });
-    return { ...counts, unsubscribed, ...engagement, ...revenue, ...deliverabilityRates({ ...counts, unsubscribed }) };
+    const currency = await readShopCurrency(db, workspaceId);
+    return { ...counts, unsubscribed, ...engagement, ...revenue, currency, ...deliverabilityRates({ ...counts, unsubscribed }) };
   };
 }
 

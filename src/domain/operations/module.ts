@@ -1,6 +1,7 @@
 import type { AttributionService } from '../attribution/attribution-service.js';
 import type { CampaignService } from '../campaigns/campaign-service.js';
 import { createConsoleService } from '../console/console-service.js';
+import type { ContactIdentityService } from '../contact-identities/contact-identity-service.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
 import { createDataRightsService } from '../data-rights/data-rights-service.js';
 import type { EventService } from '../events/event-service.js';
@@ -26,6 +27,7 @@ export function createOperationsModule(
   deps: {
     clock: Clock | undefined;
     contactLookup: ContactLookup;
+    contactIdentities: ContactIdentityService;
     orderLookup: OrderLookup;
     campaigns: CampaignService;
     flows: FlowService;
@@ -44,6 +46,7 @@ export function createOperationsModule(
     contactLookup: deps.contactLookup,
     lists: { events: deps.events, orders: deps.orders, messages: deps.messages },
     activity: deps.productActivity,
+    identities: deps.contactIdentities,
   });
   const rateLimiter = createRateLimiterFor(runtime.db, deps.clock);
   // On the wall clock, as the job queue's claims are: the hand-moved clock of tests would age jobs wrongly.

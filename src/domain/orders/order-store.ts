@@ -11,10 +11,17 @@ import type { Db } from '../db/database.js';
 
 export type OrderOrigin = 'webhook' | 'api' | 'sync';
 
+/** Refunds of one order made in one currency (null: the order's own). */
+export interface RefundSum {
+  currency: string | null;
+  amount: number;
+}
+
 export interface OrderRow {
   id: string;
   workspace_id: string;
-  contact_id: string;
+  /** Null: a shop platform's order of a buyer emk could not tie to a contact (docs/platforms/README.md, Orders without an email). */
+  contact_id: string | null;
   platform: string;
   integration_id: string | null;
   origin: OrderOrigin;
@@ -35,8 +42,13 @@ export interface OrderRow {
   shipping_status: string | null;
   refunded_amount: number;
   cancelled_at: number | null;
+  /** What the buyer paid in, when not the shop's currency; `total_amount` is in the shop's. */
+  presentment_currency: string | null;
+  presentment_total_amount: number | null;
   /** A shop platform's last-modified time of the stored snapshot (null for other origins). */
   platform_updated_at: number | null;
+  /** The platform's customer (`shopify:<id>`) of an order without a contact, which joins the contact that appears with it. */
+  customer_ref: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -48,6 +60,8 @@ export function createOrderStore(dialect: Dialect) {
     ...(raw as unknown as OrderRow),
     total_amount: dialect.readNumber(raw.total_amount),
     refunded_amount: dialect.readNumber(raw.refunded_amount),
+    presentment_currency: (raw.presentment_currency as string | null | undefined) ?? null,
+    presentment_total_amount: dialect.readNullableNumber(raw.presentment_total_amount ?? null),
   });
 
   async function itemsOf(db: Db, orderIds: string[]): Promise<Map<string, OrderItem[]>> {
@@ -133,6 +147,34 @@ export function createOrderStore(dialect: Dialect) {
       }));
     },
 
+    /** Net revenue of every order placed in [from, to), per currency: the store's own, contact or not (GET /reports/revenue `total`). */
+    async revenueByCurrency(db: Db, workspaceId: string, from: number, to: number) {
+      const rows: Array<Record<string, unknown>> = await db('orders')
+        .where({ workspace_id: workspaceId })
+        .where('ordered_at', '>=', from)
+        .where('ordered_at', '<', to)
+        .groupBy('currency')
+        .select('currency', db.raw('COUNT(*) AS orders'), db.raw(`ROUND(SUM(${NET_REVENUE_SQL}), 4) AS revenue`));
+      return rows.map((row) => ({ currency: row.currency as string, orders: Number(row.orders), revenue: dialect.readNumber(row.revenue) }));
+    },
+
+    /** The orders without a contact that name these platform customers, locked for the caller's update. */
+    async contactlessByCustomerRefs(db: Db, workspaceId: string, refs: string[]): Promise<Array<{ id: string; customer_ref: string }>> {
+      const rows: Array<{ id: string; customer_ref: string }> = [];
+      for (const part of chunk([...new Set(refs)].sort(), KEYS_PER_QUERY)) {
+        const query = db('orders').where({ workspace_id: workspaceId }).whereIn('customer_ref', part).whereNull('contact_id').orderBy('id').select('id', 'customer_ref');
+        rows.push(...(await dialect.forUpdate(query)));
+      }
+      return rows;
+    },
+
+    /** Orders without a contact become the contact's (their customer reference is no longer needed). */
+    async joinContact(db: Db, ids: string[], contactId: string, now: number): Promise<void> {
+      for (const part of chunk(ids, KEYS_PER_QUERY)) {
+        await db('orders').whereIn('id', part).whereNull('contact_id').update({ contact_id: contactId, customer_ref: null, updated_at: now });
+      }
+    },
+
     fromRow,
     itemsByOrder: itemsOf,
 
@@ -187,24 +229,37 @@ export function createOrderStore(dialect: Dialect) {
       await this.insertItems(db, [order], new Map([[order.id, items]]));
     },
 
-    /** Refunds by the platform's id; one already stored keeps its amount. Rows in key order (no deadlocks). */
-    async recordRefunds(db: Db, refunds: Array<{ workspace_id: string; order_key: string; refund_id: string; amount: number; created_at: number }>): Promise<void> {
+    /**
+     * Refunds by the platform's id; one already stored keeps its amount and time. Rows in key order (no deadlocks).
+     * `refunded_at`: the platform's time of the refund (else when emk first saw it); `created_at`: when emk stored it.
+     */
+    async recordRefunds(
+      db: Db,
+      refunds: Array<{ workspace_id: string; order_key: string; refund_id: string; amount: number; currency: string | null; refunded_at: number; created_at: number }>,
+    ): Promise<void> {
       const sorted = [...refunds].sort((a, b) => (a.order_key + '\u0000' + a.refund_id < b.order_key + '\u0000' + b.refund_id ? -1 : 1));
       for (const part of chunk(sorted, chunkSizeFor(dialect, 5))) {
         await db('order_refunds').insert(part).onConflict(['workspace_id', 'order_key', 'refund_id']).ignore();
       }
     },
 
-    /** The sum of the stored refunds of each order, by upsert key (keys without refunds are absent). */
-    async refundTotals(db: Db, workspaceId: string, orderKeys: string[]): Promise<Map<string, number>> {
-      const totals = new Map<string, number>();
+    /**
+     * The sum of the stored refunds of each order per currency they were made in (null: the order's own), by upsert
+     * key (keys without refunds are absent).
+     */
+    async refundTotals(db: Db, workspaceId: string, orderKeys: string[]): Promise<Map<string, RefundSum[]>> {
+      const totals = new Map<string, RefundSum[]>();
       for (const part of chunk([...new Set(orderKeys)], KEYS_PER_QUERY)) {
         const rows = await db('order_refunds')
           .where({ workspace_id: workspaceId })
           .whereIn('order_key', part)
-          .groupBy('order_key')
-          .select('order_key', db.raw('ROUND(SUM(amount), 4) AS refunded'));
-        for (const row of rows as Array<{ order_key: string; refunded: unknown }>) totals.set(row.order_key, dialect.readNumber(row.refunded));
+          .groupBy('order_key', 'currency')
+          .select('order_key', 'currency', db.raw('ROUND(SUM(amount), 4) AS refunded'));
+        for (const row of rows as Array<{ order_key: string; currency: string | null; refunded: unknown }>) {
+          const list = totals.get(row.order_key) ?? [];
+          list.push({ currency: row.currency, amount: dialect.readNumber(row.refunded) });
+          totals.set(row.order_key, list);
+        }
       }
       return totals;
     },
@@ -289,6 +344,8 @@ export function createOrderStore(dialect: Dialect) {
         shipping_status: row.shipping_status,
         refunded_amount: row.refunded_amount,
         cancelled_at: toIso(row.cancelled_at),
+        presentment_currency: row.presentment_currency,
+        presentment_total_amount: row.presentment_total_amount,
         items: items.get(row.id) ?? [],
         created_at: toIso(row.created_at)!,
       }));

@@ -6,7 +6,8 @@ import { contactChangedFact, type TriggerFact, type TriggerOutbox } from '../tri
 import { ActivityDelta, type OrderActivity } from '../recommendations/activity-delta.js';
 import type { ProductActivity } from '../recommendations/product-activity.js';
 import { orderNumberKey, type OrderItem } from './order.schema.js';
-import { createOrderStore, type OrderRow } from './order-store.js';
+import { createOrderStore, type OrderRow, type RefundSum } from './order-store.js';
+import { refundedInShopMoney } from './shop-money.js';
 import type { TableGrowth } from '../db/table-growth.js';
 
 /**
@@ -38,10 +39,17 @@ export type OrderChangeKind = 'placed' | 'fulfilled' | 'cancelled' | 'refunded' 
  * which may arrive twice or out of order (docs/platforms/README.md, Orders).
  */
 export interface OrderSnapshot {
-  /** Refunds by the platform's id, added to those seen before: refunded is their sum, capped at the total. */
-  refunds: Array<{ id: string; amount: number }>;
-  /** Sticky: a cancelled order never comes back. */
-  cancelled: boolean;
+  /**
+   * Refunds by the platform's id, added to those seen before: refunded is their sum in the shop's currency, capped
+   * at the total. `currency`: what the refund was made in when not the order's (Shopify refunds in the currency paid).
+   * `at`: when the platform made it (null: it does not say, then the change's time); the first time seen is kept.
+   */
+  refunds: Array<{ id: string; amount: number; currency?: string | null; at: number | null }>;
+  /**
+   * When the order was cancelled (the platform's time, else when emk received the cancellation); null: it is not.
+   * Sticky: a cancelled order never comes back, and keeps the first time it was cancelled at.
+   */
+  cancelledAt: number | null;
   /** The platform's last-modified time: a snapshot older than the stored one changes no field. Null: unknown. */
   updatedAt: number | null;
   /** False: no new order is stored (an unpaid WooCommerce order, refunds or a cancellation of an unseen order). */
@@ -51,8 +59,16 @@ export interface OrderSnapshot {
 /** A webhook or sync write to the order with this external id (its upsert key). */
 export interface OrderChange {
   workspaceId: string;
-  /** The owner if the order is new. An existing order keeps its contact (docs/api/webhook.md, rule 6). */
-  contactId: string;
+  /**
+   * The owner if the order is new; null: a shop platform's order of nobody emk knows, kept without a contact
+   * (docs/platforms/README.md, Orders without an email). An existing order keeps its contact (docs/api/webhook.md,
+   * rule 6); one without a contact joins the owner when the owner holds its `customerRef` (`ownerHoldsRef`).
+   */
+  contactId: string | null;
+  /** A shop platform's customer of the order (`shopify:<id>`), when it names one: kept on an order without a contact. */
+  customerRef?: string | null;
+  /** The owner is the contact of `customerRef` (found by it, or written with it by this delivery). */
+  ownerHoldsRef?: boolean;
   upsertKey: string;
   origin: 'webhook' | 'sync';
   platform: string;
@@ -78,6 +94,9 @@ export interface OrderChange {
     cancelled_at?: number;
     /** This refund alone, added to what was refunded before. */
     refund_amount?: number;
+    /** What the buyer paid in, when not the shop's currency (`total_amount` is in the shop's). */
+    presentment_currency?: string | null;
+    presentment_total_amount?: number | null;
   };
   at: number;
 }
@@ -96,7 +115,7 @@ export type OrderChangeResult =
  */
 export function orderRow(
   fields: Pick<OrderRow, 'id' | 'workspace_id' | 'contact_id' | 'platform' | 'integration_id' | 'origin' | 'upsert_key' | 'external_id' | 'order_number' | 'total_amount' | 'currency' | 'status' | 'ordered_at' | 'refunded_amount' | 'cancelled_at'> &
-    Partial<Pick<OrderRow, 'platform_updated_at'>> & { at: number },
+    Partial<Pick<OrderRow, 'platform_updated_at' | 'presentment_currency' | 'presentment_total_amount' | 'customer_ref'>> & { at: number },
 ): OrderRow {
   return {
     id: fields.id,
@@ -121,7 +140,10 @@ export function orderRow(
     shipping_status: null,
     refunded_amount: fields.refunded_amount,
     cancelled_at: fields.cancelled_at,
+    presentment_currency: fields.presentment_currency ?? null,
+    presentment_total_amount: fields.presentment_total_amount ?? null,
     platform_updated_at: fields.platform_updated_at ?? null,
+    customer_ref: fields.customer_ref ?? null,
     created_at: fields.at,
     updated_at: fields.at,
   };
@@ -147,6 +169,15 @@ export const salesOf = (row: Pick<OrderRow, 'workspace_id' | 'ordered_at' | 'can
 });
 
 const sameItems = (a: OrderItem[], b: OrderItem[]) => JSON.stringify(a) === JSON.stringify(b);
+
+/**
+ * When a change says the order was cancelled; undefined when it does not. A sync row's and a snapshot's own time
+ * (the platform's), else when the change arrived (the website's `order_cancelled`).
+ */
+const cancellationOf = (change: OrderChange): number | undefined =>
+  change.kind === 'cancelled' ? change.at
+  : change.kind === 'sync' ? change.fields.cancelled_at
+  : (change.snapshot?.cancelledAt ?? undefined);
 
 /** Splits changes into rounds so each round holds one change per order, applied in arrival order. */
 function rounds(changes: OrderChange[]): number[][] {
@@ -181,25 +212,27 @@ export function createOrderUpsert(deps: {
     change.snapshot?.updatedAt == null || row.platform_updated_at === null || change.snapshot.updatedAt >= row.platform_updated_at;
 
   /**
-   * The stored row after applying a change to an existing order; null when nothing differs. `refunds`: the sum
-   * of the order's refunds by id (snapshots).
+   * The stored row after applying a change to an existing order; null when nothing differs. `refundSums`: the
+   * order's refunds by id (snapshots), summed per currency.
    */
-  function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange, refunds: number): Partial<OrderRow> | null {
+  function patchFor(row: OrderRow, storedItems: OrderItem[], change: OrderChange, refundSums: RefundSum[]): Partial<OrderRow> | null {
     const applies = fieldsApply(row, change);
     const f = applies ? change.fields : {};
     const patch: Partial<OrderRow> = {};
     const total = f.total_amount ?? row.total_amount;
     if (f.total_amount !== undefined && f.total_amount !== row.total_amount) patch.total_amount = f.total_amount;
     if (f.currency !== undefined && f.currency !== row.currency) patch.currency = f.currency;
+    if (f.presentment_currency !== undefined && f.presentment_currency !== row.presentment_currency) patch.presentment_currency = f.presentment_currency;
+    if (f.presentment_total_amount !== undefined && f.presentment_total_amount !== row.presentment_total_amount) {
+      patch.presentment_total_amount = f.presentment_total_amount;
+    }
+    const refunds = refundedInShopMoney(refundSums, { ...row, ...patch, total_amount: total });
     if (f.order_number !== undefined && f.order_number !== row.order_number) {
       patch.order_number = f.order_number;
       patch.order_number_key = orderNumberKey(f.order_number);
     }
     // Cancellation is sticky: a later change (a sync row without `cancelled_at`, a snapshot) never takes it back.
-    const cancelledAt =
-      change.kind === 'cancelled' || change.snapshot?.cancelled === true ? change.at
-      : change.kind === 'sync' ? f.cancelled_at
-      : undefined;
+    const cancelledAt = cancellationOf(change);
     if (cancelledAt !== undefined && row.cancelled_at === null) patch.cancelled_at = cancelledAt;
     // What was refunded never exceeds the total, also when a correction lowers the total below it. Refunds are never
     // undone: a sync row's cumulative amount and a snapshot's refunds by id only raise what is stored (an older file
@@ -215,15 +248,23 @@ export function createOrderUpsert(deps: {
     if (f.status !== undefined && f.status !== row.status) patch.status = f.status;
     const updatedAt = change.snapshot?.updatedAt ?? null;
     if (applies && updatedAt !== null && updatedAt !== row.platform_updated_at) patch.platform_updated_at = updatedAt;
+    // An order without a contact joins the contact holding the platform customer it names, else keeps the customer
+    // for the contact that appears with it later. An order with a contact never moves.
+    if (row.contact_id === null && change.customerRef) {
+      if (change.ownerHoldsRef && change.contactId !== null) Object.assign(patch, { contact_id: change.contactId, customer_ref: null });
+      else if (change.customerRef !== row.customer_ref) patch.customer_ref = change.customerRef;
+    }
     const itemsChanged = f.items !== undefined && !sameItems(f.items, storedItems);
     return Object.keys(patch).length > 0 || itemsChanged ? patch : null;
   }
 
-  function newRow(change: OrderChange, refunds: number): OrderRow | null {
+  function newRow(change: OrderChange, refundSums: RefundSum[]): OrderRow | null {
     const f = change.fields;
     if (f.total_amount === undefined) return null;
     const total = f.total_amount;
     const { snapshot } = change;
+    const presentment = { presentment_currency: f.presentment_currency ?? null, presentment_total_amount: f.presentment_total_amount ?? null };
+    const refunds = refundedInShopMoney(refundSums, { currency: f.currency ?? '', total_amount: total, ...presentment });
     const refunded =
       snapshot ? refunds
       : change.kind === 'refunded' ? (f.refunded_amount ?? f.refund_amount ?? total)
@@ -244,8 +285,10 @@ export function createOrderUpsert(deps: {
       status: f.status ?? '',
       ordered_at: f.ordered_at ?? change.at,
       refunded_amount: Math.min(Math.max(refunded, 0), total),
-      cancelled_at: change.kind === 'cancelled' || snapshot?.cancelled ? change.at : change.kind === 'sync' ? (f.cancelled_at ?? null) : null,
+      cancelled_at: cancellationOf(change) ?? null,
       platform_updated_at: snapshot?.updatedAt ?? null,
+      ...presentment,
+      customer_ref: change.contactId === null ? (change.customerRef ?? null) : null,
       at: change.at,
     });
   }
@@ -254,12 +297,12 @@ export function createOrderUpsert(deps: {
    * Records the refunds snapshots of one round carry (a refund id already stored keeps its amount) and returns
    * the sum of every refund stored for each of their orders, by upsert key.
    */
-  async function refundSums(trx: Knex.Transaction, workspaceId: string, changes: OrderChange[]): Promise<Map<string, number>> {
+  async function refundSums(trx: Knex.Transaction, workspaceId: string, changes: OrderChange[]): Promise<Map<string, RefundSum[]>> {
     const snapshots = changes.filter((c) => c.snapshot);
     if (snapshots.length === 0) return new Map();
     await orderStore.recordRefunds(
       trx,
-      snapshots.flatMap((c) => c.snapshot!.refunds.map((r) => ({ workspace_id: workspaceId, order_key: c.upsertKey, refund_id: r.id, amount: r.amount, created_at: c.at }))),
+      snapshots.flatMap((c) => c.snapshot!.refunds.map((r) => ({ workspace_id: workspaceId, order_key: c.upsertKey, refund_id: r.id, amount: r.amount, currency: r.currency ?? null, refunded_at: r.at ?? c.at, created_at: c.at }))),
     );
     return orderStore.refundTotals(trx, workspaceId, snapshots.map((c) => c.upsertKey));
   }
@@ -277,13 +320,13 @@ export function createOrderUpsert(deps: {
     // Order changes that fire no order_placed (updates, refunds, cancellations, synced history) still change
     // what segments count: one contact_changed per contact.
     const ordersChanged = new Map<string, TriggerFact>();
-    const ordersChangedFor = (row: OrderRow, at: number) => {
-      if (!ordersChanged.has(row.contact_id)) ordersChanged.set(row.contact_id, contactChangedFact(row.workspace_id, row.contact_id, 'orders', at));
+    const ordersChangedFor = (row: Pick<OrderRow, 'workspace_id' | 'contact_id'>, at: number) => {
+      if (row.contact_id !== null && !ordersChanged.has(row.contact_id)) ordersChanged.set(row.contact_id, contactChangedFact(row.workspace_id, row.contact_id, 'orders', at));
     };
     const sales = new ActivityDelta();
     for (const [workspaceId, indexes] of byWorkspace) {
       const touchedContacts: string[] = [];
-      const createdHere = new Set(indexes.filter((i) => changes[i]!.ownerCreated).map((i) => changes[i]!.contactId));
+      const createdHere = new Set(indexes.flatMap((i) => (changes[i]!.ownerCreated ? [changes[i]!.contactId!] : [])));
       const existing = new Map(
         (await orderStore.findByUpsertKeys(trx, workspaceId, indexes.map((i) => changes[i]!.upsertKey))).map((r) => [r.upsert_key!, r]),
       );
@@ -297,7 +340,7 @@ export function createOrderUpsert(deps: {
       for (const i of indexes) {
         const change = changes[i]!;
         const row = existing.get(change.upsertKey);
-        const refunded = refunds.get(change.upsertKey) ?? 0;
+        const refunded = refunds.get(change.upsertKey) ?? [];
         if (!row) {
           const created = change.snapshot?.storesNew === false ? null : newRow(change, refunded);
           if (created) fresh.push({ index: i, row: created });
@@ -315,9 +358,11 @@ export function createOrderUpsert(deps: {
         if (items !== undefined) await orderStore.replaceItems(trx, row, items);
         // What the order counted before comes out of the aggregates; what it counts now goes in.
         const before = storedItems.get(row.id) ?? [];
-        sales.order(salesOf(row, before), -1).order(salesOf({ ...row, ...patch }, items ?? before), 1);
-        touchedContacts.push(row.contact_id);
-        ordersChangedFor(row, change.at);
+        const after = { ...row, ...patch };
+        sales.order(salesOf(row, before), -1).order(salesOf(after, items ?? before), 1);
+        // An order without a contact counts in nobody's totals; one that joined a contact counts in its from now on.
+        if (after.contact_id !== null) touchedContacts.push(after.contact_id);
+        ordersChangedFor(after, change.at);
         results[i] = { orderId: row.id, outcome: 'updated' };
       }
       if (fresh.length === 0) {
@@ -329,9 +374,9 @@ export function createOrderUpsert(deps: {
       const credited = await attributeOrders(
         trx,
         workspaceId,
-        fresh
-          .filter(({ index }) => !changes[index]!.ownerCreated)
-          .map(({ row }) => ({ id: row.id, contactId: row.contact_id, orderedAt: row.ordered_at })),
+        fresh.flatMap(({ index, row }) =>
+          changes[index]!.ownerCreated || row.contact_id === null ? [] : [{ id: row.id, contactId: row.contact_id, orderedAt: row.ordered_at }],
+        ),
       );
       for (const { row } of fresh) {
         const credit = credited.get(row.id);
@@ -353,8 +398,10 @@ export function createOrderUpsert(deps: {
           continue;
         }
         results[index] = { orderId: row.id, outcome: 'inserted' };
-        touchedContacts.push(row.contact_id);
         sales.order(salesOf(row, changes[index]!.fields.items ?? []), 1);
+        // An order without a contact counts in the store's revenue only: nobody's totals, segments or flows.
+        if (row.contact_id === null) continue;
+        touchedContacts.push(row.contact_id);
         // order_placed flows start for live webhook orders only: not for a cancelled order, and not for a
         // historical backfill (a sync must not mail customers about last year's orders).
         if (row.origin === 'webhook' && row.cancelled_at === null) facts.push(orderPlacedFact(row));

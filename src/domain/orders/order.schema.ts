@@ -83,7 +83,8 @@ export const orderListQuerySchema = z.object({
 /** The management API's order record (the spec's fields plus shipping_status, refunded_amount, cancelled_at, items, created_at). */
 export interface Order {
   id: string;
-  contact_id: string;
+  /** Null: a shop platform's order of a buyer no contact is known for (docs/platforms/README.md, Orders without an email). */
+  contact_id: string | null;
   platform: string;
   order_number: string | null;
   external_id: string | null;
@@ -96,6 +97,9 @@ export interface Order {
   shipping_status: string | null;
   refunded_amount: number;
   cancelled_at: string | null;
+  /** What the buyer paid in, when it was not the shop's currency (Shopify Markets, WooPayments' multi-currency). */
+  presentment_currency: string | null;
+  presentment_total_amount: number | null;
   items: OrderItem[];
   created_at: string;
 }
@@ -117,7 +121,7 @@ const orderItemRecordSchema = z.object({
 /** The order record, as a schema: what the API documents for replies. */
 export const orderRecordSchema = z.object({
   id: z.string(),
-  contact_id: z.string(),
+  contact_id: z.string().nullable().describe('Null for a shop platform\'s order whose buyer no contact is known for (an order without an email)'),
   platform: z.string(),
   order_number: z.string().nullable(),
   external_id: z.string().nullable(),
@@ -130,6 +134,8 @@ export const orderRecordSchema = z.object({
   shipping_status: z.string().nullable(),
   refunded_amount: z.number(),
   cancelled_at: z.string().nullable(),
+  presentment_currency: z.string().nullable().describe('The currency the buyer paid in, when not the shop\'s (`total_amount` and `refunded_amount` are in the shop\'s currency)'),
+  presentment_total_amount: z.number().nullable().describe('The total in `presentment_currency`, for reference'),
   items: z.array(orderItemRecordSchema),
   created_at: z.string(),
 }) satisfies z.ZodType<Order>;

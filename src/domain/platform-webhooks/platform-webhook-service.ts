@@ -11,13 +11,17 @@ import type { IntegrationService, WebhookIntegration } from '../integrations/int
 import { domainSchema, type NativePlatform } from '../integrations/integration.schema.js';
 import type { OrderChange, OrderUpsert } from '../orders/order-upsert.js';
 import type { ProductService } from '../products/product-service.js';
+import type { SettingsService } from '../settings/settings-service.js';
+import { readShopCurrency } from '../settings/shop-currency.js';
 import type { ShipmentService, ShipmentWrite } from '../shipments/shipment-service.js';
 import { mapShopifyDelivery } from '../shopify/shopify-mapping.js';
 import { createDeliveryKeys, type RetryKey } from '../webhook/delivery-keys.js';
 import { storableJsonObject } from '../webhook/webhook-event.js';
 import { mapWooCommerceDelivery } from '../woocommerce/woocommerce-mapping.js';
+import { compositeKey } from '../shared/keys.js';
 import type { PlatformDelivery, PlatformReply } from './platform-webhook.schema.js';
 import type { MappedDelivery, MappingContext, PlatformCustomer, StoreChange } from './store-change.js';
+import { createTestOrderStore } from './test-order-store.js';
 
 export type { PlatformDelivery, PlatformReply } from './platform-webhook.schema.js';
 
@@ -25,6 +29,9 @@ const MAPPERS: Record<NativePlatform, (topic: string, body: unknown, context: Ma
   shopify: mapShopifyDelivery,
   woocommerce: mapWooCommerceDelivery,
 };
+
+/** The reply's warning for a platform's test notification (`X-Shopify-Test: true`). */
+const TEST_NOTIFICATION = 'a test notification (X-Shopify-Test: true): the signature is right, and nothing of the sample was applied';
 
 /** WooCommerce's ping when a webhook is saved: form-encoded, unsigned, and nothing to apply. */
 const WOOCOMMERCE_PING = /^webhook_id=\d+$/;
@@ -65,6 +72,7 @@ export interface PlatformWebhookDeps {
   carts: Pick<CartService, 'applyCartChanges' | 'deleteOfIntegration'>;
   shipments: Pick<ShipmentService, 'recordShipments'>;
   products: Pick<ProductService, 'applyWebhookEvent' | 'adoptExported' | 'deleteOfIntegration'>;
+  settings: Pick<SettingsService, 'learnShopCurrency'>;
   dataRights: Pick<DataRightsService, 'eraseContacts' | 'eraseShopContacts' | 'recordDataRequests'>;
 }
 
@@ -84,8 +92,9 @@ interface Applied<C extends StoreChange['kind']> {
  * transaction (the group commit), with their retry keys, so a delivery is applied once however often it comes.
  */
 export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
-  const { writer, integrations, contacts, orderUpsert, carts, shipments, products, dataRights } = deps;
+  const { writer, integrations, contacts, orderUpsert, carts, shipments, products, settings, dataRights } = deps;
   const deliveryKeys = createDeliveryKeys();
+  const testOrders = createTestOrderStore();
   const sourceOf = (d: Delivery) => `${d.integration.platform}:${d.integration.domain}`;
 
   /**
@@ -147,9 +156,25 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
     ...fields,
   });
 
+  /**
+   * The shop's currency of each workspace the orders are of (docs/platforms/README.md, Currencies): a workspace
+   * with none set or learnt takes the one its first platform order names; an order naming none is in it.
+   */
+  async function shopCurrenciesOf(trx: Knex.Transaction, changes: Array<Applied<'order' | 'order_refunds' | 'order_cancelled'>>): Promise<Map<string, string>> {
+    const currencies = new Map<string, string>();
+    for (const { delivery, change } of changes) {
+      const { workspaceId, platform } = delivery.integration;
+      if (currencies.has(workspaceId)) continue;
+      if (change.kind === 'order' && change.order.shopCurrency !== null) await settings.learnShopCurrency(trx, workspaceId, change.order.shopCurrency, platform);
+      currencies.set(workspaceId, await readShopCurrency(trx, workspaceId));
+    }
+    return currencies;
+  }
+
   /** Orders as snapshots; refunds and cancellations of orders by id (a contact is needed only for a new order). */
   async function applyOrders(trx: Knex.Transaction, changes: Array<Applied<'order' | 'order_refunds' | 'order_cancelled'>>, customers: Map<PlatformCustomer, { contactId: string; created: boolean }>) {
     const orderChanges: OrderChange[] = [];
+    const shopCurrencies = await shopCurrenciesOf(trx, changes);
     for (const { delivery, change } of changes) {
       if (change.kind === 'order') {
         const { order } = change;
@@ -160,11 +185,18 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
             contactId: owner?.contactId ?? '',
             upsertKey: order.externalId,
             ownerCreated: owner?.created ?? false,
-            snapshot: { refunds: order.refunds, cancelled: order.cancelled, updatedAt: order.updatedAt, storesNew: change.placed && owner !== null },
+            snapshot: {
+              refunds: order.refunds,
+              cancelledAt: order.cancelled ? (order.cancelledAt ?? delivery.at) : null,
+              updatedAt: order.updatedAt,
+              storesNew: change.placed && owner !== null,
+            },
             fields: {
               order_number: order.orderNumber,
               total_amount: order.totalAmount,
-              currency: order.currency,
+              currency: order.currency ?? shopCurrencies.get(delivery.integration.workspaceId)!,
+              presentment_currency: order.presentment?.currency ?? null,
+              presentment_total_amount: order.presentment?.totalAmount ?? null,
               status: order.status,
               ordered_at: order.orderedAt,
               items: order.items,
@@ -180,7 +212,8 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
             ownerCreated: false,
             snapshot: {
               refunds: change.kind === 'order_refunds' ? change.refunds : [],
-              cancelled: change.kind === 'order_cancelled',
+              // WooCommerce's `order.deleted` has only the id: the time is when emk received it.
+              cancelledAt: change.kind === 'order_cancelled' ? delivery.at : null,
               updatedAt: null,
               storesNew: false,
             },
@@ -285,6 +318,35 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
     }
   }
 
+  /** The order a change names by id alone: a test order's later deliveries (its refunds, fulfillments) map to these. */
+  const orderNamed = (change: StoreChange): string | null =>
+    change.kind === 'order_refunds' || change.kind === 'order_cancelled' || change.kind === 'shipment' ? change.orderExternalId : null;
+
+  /**
+   * Records the test orders of a group (their ids only) and leaves out the changes that name a test order, with a
+   * warning on their delivery: a test order's refund or fulfillment stores nothing and creates no contact either.
+   */
+  async function withoutTestOrders<T extends { delivery: Delivery; change: StoreChange }>(trx: Knex.Transaction, changes: T[], warn: (d: Delivery, warning: string) => void) {
+    await testOrders.record(
+      trx,
+      changes.flatMap(({ delivery, change }) =>
+        change.kind === 'test_order' ? [{ workspaceId: delivery.integration.workspaceId, orderKey: change.orderExternalId, at: delivery.at }] : [],
+      ),
+    );
+    const named = changes.flatMap(({ delivery, change }) => {
+      const orderKey = orderNamed(change);
+      return orderKey === null ? [] : [{ workspaceId: delivery.integration.workspaceId, orderKey }];
+    });
+    if (named.length === 0) return changes;
+    const tests = await testOrders.known(trx, named);
+    return changes.filter(({ delivery, change }) => {
+      const orderKey = orderNamed(change);
+      if (orderKey === null || !tests.has(compositeKey(delivery.integration.workspaceId, orderKey))) return true;
+      warn(delivery, `order ${orderKey} is a test order: nothing of it is stored`);
+      return false;
+    });
+  }
+
   const applyDeliveries: BatchHandler<Delivery, PlatformReply> = async (trx, deliveries) => {
     const seen = await deliveryKeys.duplicates(trx, deliveries, retryKey);
     const todo = deliveries.filter((d) => !seen.has(d));
@@ -305,11 +367,12 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
 
     const warnings = new Map<Delivery, string[]>();
     const warn = (d: Delivery, warning: string) => warnings.set(d, [...(warnings.get(d) ?? []), warning]);
-    const changes = todo.flatMap((delivery) => {
+    const mapped = todo.flatMap((delivery) => {
       if (delivery.mapped.status !== 'mapped') return [];
       for (const warning of delivery.mapped.warnings) warn(delivery, warning);
       return delivery.mapped.changes.map((change) => ({ delivery, change }));
     });
+    const changes = await withoutTestOrders(trx, mapped, warn);
     const ofKind = <C extends StoreChange['kind']>(...kinds: C[]) => changes.filter((c): c is Applied<C> => (kinds as string[]).includes(c.change.kind));
 
     // An order that is not placed stores nothing new, its buyer's contact neither (a stored order needs no owner).
@@ -335,6 +398,9 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
   /** A trusted delivery read, mapped and applied with the group of deliveries arriving with it. */
   function applyTrusted(integration: PlatformIntegration, delivery: TrustedDelivery): Promise<PlatformReply> {
     const topic = delivery.topic?.trim().slice(0, 200) ?? '';
+    // Shopify's "Send test notification" sends a sample (fixed ids, example.com buyers), signed as the shop's own
+    // deliveries are: it is answered, so the set-up can be checked, and nothing of it is applied or counted.
+    if (delivery.test === true) return Promise.resolve({ status: 'ignored', topic, warnings: [TEST_NOTIFICATION] });
     const body = storableJsonObject(delivery.body.toString('utf8'));
     const named = delivery.shop === null ? null : domainSchema.safeParse(delivery.shop);
     // The integration's own domain wins over what a delivery says; the first signed one names it if unknown.
@@ -352,7 +418,7 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
     /**
      * One delivery: 404 `integration not found` (unknown, inactive, another platform's), 401 `invalid signature`
      * unless signed with the integration's secret (checked before the body is read; WooCommerce's unsigned ping
-     * is answered and applies nothing), then applied as a trusted one.
+     * is answered and applies nothing), then applied as a trusted one (a signed test notification applies nothing).
      */
     async handle(platform: NativePlatform, integrationId: string, delivery: PlatformDelivery): Promise<PlatformReply> {
       const { secret, ...integration } = await integrations.signedIntegration(integrationId, platform);

@@ -11,6 +11,8 @@ export interface PlatformDelivery {
   deliveryId: string | null;
   /** The shop: `X-Shopify-Shop-Domain`, `X-WC-Webhook-Source` (a URL; its host is taken). */
   shop: string | null;
+  /** `X-Shopify-Test: true`: Shopify's "Send test notification", a sample that is not the shop's data. */
+  test?: boolean;
 }
 
 /** The replies of `POST /ecom/shopify/{id}` and `/ecom/woocommerce/{id}` (CONTRACT §8.3). */

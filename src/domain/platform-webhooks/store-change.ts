@@ -23,35 +23,65 @@ export interface PlatformCustomer {
   consent: PlatformConsent | null;
 }
 
+/**
+ * The buyer of an order that names no usable email (a point-of-sale or phone order): the platform's customer id
+ * and a phone number, either may be null. The order is kept against the contact they name, else without one
+ * (docs/platforms/README.md, Orders without an email).
+ */
+export interface PlatformBuyer {
+  customerId: string | null;
+  phone: string | null;
+}
+
 /** A refund, by the platform's id: refunds add up by id, so a refund seen twice (topic and snapshot) counts once. */
 export interface PlatformRefund {
   id: string;
   amount: number;
+  /** The currency it was made in (Shopify: the one the buyer paid); null: the order's. */
+  currency: string | null;
+  /** When the platform made it (Shopify's `processed_at`); null when it does not say: then when emk first saw it. */
+  at: number | null;
 }
 
 /** An order as a whole snapshot at the platform's `updatedAt`. */
 export interface PlatformOrder {
   externalId: string;
   orderNumber: string | null;
+  /** In the shop's currency. */
   totalAmount: number;
-  currency: string;
+  /** Null when the payload names none: the order is in the workspace's currency (settings `currency`). */
+  currency: string | null;
+  /** The currency the platform says the shop keeps its books in, learnt by a workspace that has none yet. */
+  shopCurrency: string | null;
+  /** What the buyer paid in, when not the shop's currency: kept for reference, and the rate refunds in it convert at. */
+  presentment: { currency: string; totalAmount: number } | null;
   /** The platform's status, stored as sent (Shopify's `financial_status`, WooCommerce's `status`). */
   status: string;
   orderedAt: number;
   items: OrderItem[];
   cancelled: boolean;
+  /** When the platform cancelled it (Shopify's `cancelled_at`); null when it does not say: then when emk received it. */
+  cancelledAt: number | null;
   refunds: PlatformRefund[];
   /** The platform's last-modified time: an older snapshot never overwrites a newer one. Null: unknown. */
   updatedAt: number | null;
 }
 
 export type StoreChange =
-  /** A whole order. `placed` false (an unpaid WooCommerce order) stores nothing new but updates a stored order. */
-  | { kind: 'order'; customer: PlatformCustomer | null; identityToken: string | null; order: PlatformOrder; placed: boolean }
+  /**
+   * A whole order. `placed` false (an unpaid WooCommerce order) stores nothing new but updates a stored order.
+   * `buyer`: who bought it when `customer` is null (no usable email).
+   */
+  | { kind: 'order'; customer: PlatformCustomer | null; identityToken: string | null; order: PlatformOrder; placed: boolean; buyer?: PlatformBuyer }
   /** Refunds of a stored order, by its external id (Shopify's `refunds/create`). */
   | { kind: 'order_refunds'; orderExternalId: string; refunds: PlatformRefund[] }
   /** A stored order cancelled without a snapshot (WooCommerce's `order.deleted`, which sends only the id). */
   | { kind: 'order_cancelled'; orderExternalId: string }
+  /**
+   * A test order (Shopify's `test: true`, WooPayments' test mode): only its id is kept, so that nothing of it is
+   * stored (no order, revenue, contact or consent) and what later names it (a refund, a fulfillment) is dropped too.
+   */
+  | { kind: 'test_order'; orderExternalId: string }
   /** A shipment of a stored order: the spec's shipping status machine. */
   | {
       kind: 'shipment';

@@ -14,6 +14,7 @@ import { createSegmentIngestService } from '../segment-ingest/segment-ingest-ser
 import type { ShipmentService } from '../shipments/shipment-service.js';
 import { createWebhookService } from '../webhook/webhook-service.js';
 import type { WorkspaceService } from '../workspaces/workspace-service.js';
+import type { SettingsService } from '../settings/settings-service.js';
 
 /**
  * The doors of other systems: the integration webhook, Shopify's and WooCommerce's own webhooks, and Segment's
@@ -34,6 +35,7 @@ export function createPlatformsModule(
     integrations: IntegrationService;
     shipments: ShipmentService;
     dataRights: DataRightsService;
+    settings: SettingsService;
   },
 ) {
   const webhook = createWebhookService({ ...runtime, ...deps });

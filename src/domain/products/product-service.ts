@@ -18,6 +18,7 @@ import {
   type Variant,
 } from './product.schema.js';
 import { createProductStore, type ProductRow, type VariantRow } from './product-store.js';
+import { readShopCurrency } from '../settings/shop-currency.js';
 
 /** Where a write comes from: the platform and source every product it writes carries. */
 export interface ProductScope {
@@ -81,6 +82,7 @@ export function nextProductRow(
   scope: ProductScope,
   hash: string,
   now: number,
+  shopCurrency: string,
 ): ProductRow {
   const fromVariants = input.variants && input.variants.length > 0 ? summariseVariants(input.variants) : null;
   const offered = fromVariants?.price ?? input.price;
@@ -93,6 +95,8 @@ export function nextProductRow(
     workspace_id: scope.workspaceId,
     platform: scope.platform,
     ...fields,
+    currency: input.currency ?? shopCurrency,
+    currency_defaulted: input.currency === null,
     price,
     stock_qty: stockQty,
     in_stock: fromVariants?.in_stock ?? ownStock,
@@ -148,6 +152,7 @@ export function createProductService(deps: {
       { lock: true },
     );
     const current = new Map(stored.map((row) => [row.external_id, row]));
+    const shopCurrency = await readShopCurrency(trx, scope.workspaceId);
     const changed = new Map<string, ProductRow>();
     const sentVariants = new Map<string, Variant[]>();
     const now = Date.now();
@@ -156,7 +161,7 @@ export function createProductService(deps: {
       const before = current.get(input.external_id);
       const hash = contentHash(input, scope);
       if (before?.content_hash === hash) return 'unchanged';
-      const next = nextProductRow(before, input, scope, hash, now);
+      const next = nextProductRow(before, input, scope, hash, now, shopCurrency);
       if (!before || !sameSet(before.categories, next.categories)) recategorised.add(input.external_id);
       current.set(input.external_id, next);
       changed.set(input.external_id, next);
@@ -307,6 +312,9 @@ export function createProductService(deps: {
      * external id (docs/platforms/shopify.md, History). Nothing happens when the id is stored already or no row
      * of the integration's platform holds the handle.
      */
+    /** Products whose writes named no currency follow the shop's currency (settings `currency`). */
+    adoptShopCurrency: (trx: Knex.Transaction, workspaceId: string, currency: string) => products.adoptShopCurrency(trx, workspaceId, currency),
+
     async adoptExported(trx: Knex.Transaction, integration: { workspaceId: string; platform: string }, externalId: string, handle: string): Promise<void> {
       if (handle === externalId) return;
       const found = await products.findByExternalIds(trx, integration.workspaceId, integration.platform, [externalId, handle], { lock: true });

@@ -13,6 +13,8 @@ export interface ProductRow extends ProductFields {
   workspace_id: string;
   platform: string;
   source: string | null;
+  /** The write named no currency: `currency` is the shop's, and follows it when the setting changes. */
+  currency_defaulted: boolean;
   content_hash: string;
   synced_at: number;
   created_at: number;
@@ -29,6 +31,7 @@ const MERGED_COLUMNS = [
   'title_key',
   'price',
   'currency',
+  'currency_defaulted',
   'url',
   'image_url',
   'in_stock',
@@ -60,6 +63,7 @@ export function createProductStore(dialect: Dialect) {
     price: nullableNumber(raw.price),
     in_stock: nullableBoolean(raw.in_stock),
     stock_qty: nullableNumber(raw.stock_qty),
+    currency_defaulted: nullableBoolean(raw.currency_defaulted) === true,
     categories: dialect.readJson<string[]>(raw.categories) ?? [],
     compare_at_price: nullableNumber(raw.compare_at_price),
     weight: nullableNumber(raw.weight),
@@ -231,6 +235,14 @@ export function createProductStore(dialect: Dialect) {
           .delete();
       }
       return db('products').where(key).delete();
+    },
+
+    /**
+     * Products whose writes named no currency take the shop's new one. A rare write (a settings change, the first
+     * platform delivery): one statement over the workspace's products, by its index.
+     */
+    async adoptShopCurrency(db: Db, workspaceId: string, currency: string): Promise<number> {
+      return db('products').where({ workspace_id: workspaceId, currency_defaulted: true }).whereNot({ currency }).update({ currency });
     },
 
     /** Gives a stored product another external id (keeping its row, variants and filter rows, keyed by its id). */

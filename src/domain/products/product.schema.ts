@@ -165,11 +165,11 @@ export interface ProductFields {
  * A product write after validation, every field explicit: an omitted field is null (the whole product
  * replaces the stored one), except `variants`, where undefined means "leave the stored variants alone".
  */
-export interface ProductInput extends ProductFields {
+export interface ProductInput extends Omit<ProductFields, 'currency'> {
+  /** Null when the write named none: the product is in the shop's currency (settings `currency`). */
+  currency: string | null;
   variants: Variant[] | undefined;
 }
-
-export const DEFAULT_CURRENCY = 'USD';
 
 const sortedKeys = (map: Record<string, string>) =>
   Object.fromEntries(Object.keys(map).sort().map((key) => [key, map[key]!]));
@@ -180,7 +180,7 @@ export function normalizeProduct(parsed: z.output<typeof productSchema>): Produc
     external_id: parsed.external_id,
     title: parsed.title,
     price: parsed.price ?? null,
-    currency: parsed.currency ?? DEFAULT_CURRENCY,
+    currency: parsed.currency ?? null,
     url: parsed.url ?? null,
     image_url: parsed.image_url ?? null,
     in_stock: parsed.in_stock ?? null,

@@ -10,7 +10,7 @@ import { systemClock, toIso, type Clock } from '../shared/time.js';
 import { parseInput } from '../shared/validate.js';
 import { COMPLAINT, HARD_BOUNCE } from '../suppressions/suppression.schema.js';
 import type { SuppressionService } from '../suppressions/suppression-service.js';
-import { mailgunEvents, messageIdFromHeader, postmarkEvents, sendGridEvents, sesEvents, type RelayEvent } from './relay-events.js';
+import { mailgunEvents, messageIdFromHeader, postmarkEvents, sendGridEvents, sesEvents, type RelayEvent, type RelayEventKind } from './relay-events.js';
 import {
   createSnsVerifier,
   httpsFetch,
@@ -36,8 +36,11 @@ const header = (call: RelayCall, name: string): string | undefined => {
 
 const invalidSignature = () => new UnauthorizedError('invalid signature');
 
-/** What an event does to a message it names (a contact's address is suppressed besides, for bounces and complaints). */
-const REPORT: Record<RelayEvent['kind'], RelayReport> = { hard_bounce: 'bounced', complaint: 'complained', soft_bounce: 'soft_bounce', delivery: 'delivered' };
+/** What an event reports of a message it names (a contact's address is suppressed besides, for bounces and complaints). */
+const REPORT: Partial<Record<RelayEventKind, RelayReport>> = { hard_bounce: 'bounced', complaint: 'complained', soft_bounce: 'soft_bounce', delivery: 'delivered' };
+
+/** Kinds that act on an address without a message (delivery and soft bounces only count on one). */
+const ADDRESS_KINDS = new Set<RelayEventKind>(['hard_bounce', 'complaint', 'unsubscribe', 'reactivation']);
 
 /** An event resolved to what it acts on: the message (when it names one of the workspace's) and the address. */
 interface Target {
@@ -56,12 +59,14 @@ function parseJson(body: Buffer): unknown {
 }
 
 /**
- * Relay webhooks (docs/api/relay-webhooks.md): bounces and complaints relays report after the SMTP hand-over.
- * An owner registers an endpoint per relay; each call is authenticated by the relay's own scheme, its events
- * are found a message (by emk's id as echoed, or by Message-ID) or a contact (by address), and act once: a hard
- * bounce suppresses (`hard_bounce`) and marks the message `bounced`; a complaint suppresses (`complaint`),
- * unsubscribes the contact (consent origin `complaint`) and marks it `complained`; a soft bounce adds one to
- * the message's `soft_bounces`; a delivery sets its `delivered_at`.
+ * Relay webhooks (docs/api/relay-webhooks.md): bounces, complaints and unsubscribes relays report after the SMTP
+ * hand-over. An owner registers an endpoint per relay; each call is authenticated by the relay's own scheme, its
+ * events are found a message (by emk's id as echoed, or by Message-ID) or a contact (by address), and act once:
+ * a hard bounce suppresses (`hard_bounce`) and marks the message `bounced`; a complaint suppresses (`complaint`),
+ * unsubscribes the contact (consent origin `complaint`) and marks it `complained`; an unsubscribe at the relay
+ * unsubscribes the contact as emk's own link does (consent origin the provider, at the relay's time); Postmark's
+ * reactivation lifts a `hard_bounce` suppression emk made before it and never subscribes anyone; a soft bounce
+ * adds one to the message's `soft_bounces`; a delivery sets its `delivered_at`.
  */
 export function createRelayWebhookService(deps: {
   knex: Knex;
@@ -69,7 +74,7 @@ export function createRelayWebhookService(deps: {
   messages: Pick<MessageLookup, 'findForRelay' | 'markRelayed'>;
   contactLookup: Pick<ContactLookup, 'findByEmails'>;
   contacts: Pick<ContactService, 'changeStatus'>;
-  suppressions: Pick<SuppressionService, 'add'>;
+  suppressions: Pick<SuppressionService, 'add' | 'liftIf'>;
   baseUrl: string;
   /** How SNS certificates and subscription links are fetched (tests give their own; nothing goes out). */
   fetchText?: RelayFetch;
@@ -158,10 +163,7 @@ export function createRelayWebhookService(deps: {
     const contacts = await deps.contactLookup.findByEmails(knex, byAddress.map((e) => [workspaceId, e.email!] as const));
     for (const event of byAddress) {
       const contact = contacts.get(contactKey(workspaceId, event.email!));
-      // Delivery and soft bounces only count on a message: an address alone has nothing to count them on.
-      if (contact && (event.kind === 'hard_bounce' || event.kind === 'complaint')) {
-        targets.push({ event, messageId: null, contactId: contact.id, email: contact.email });
-      }
+      if (contact && ADDRESS_KINDS.has(event.kind)) targets.push({ event, messageId: null, contactId: contact.id, email: contact.email });
     }
     return targets;
   }
@@ -214,11 +216,14 @@ export function createRelayWebhookService(deps: {
       const seen = await store.seenKeys(knex, webhook.id, [...new Set(events.map((e) => e.key))]);
       const fresh = [...new Map(events.filter((e) => !seen.has(e.key)).map((e) => [e.key, e])).values()];
       const targets = await resolve(webhook.workspace_id, fresh);
+      // A relay's time is kept where it gives one, but never later than emk heard of it.
+      const changedAt = (t: Target) => Math.min(t.event.changedAt ?? clock(), clock());
       // The unsubscribe goes first, in the contacts' own transaction: a crash before the rest commits leaves
       // the key unclaimed, so the relay's retry does it all (and finds the contact unsubscribed already).
       for (const t of targets) {
-        if (t.event.kind !== 'complaint' || t.contactId === null) continue;
-        await deps.contacts.changeStatus(webhook.workspace_id, t.contactId, 'unsubscribed', 'complaint', t.messageId).catch((error: unknown) => {
+        const origin = t.event.kind === 'complaint' ? 'complaint' : t.event.kind === 'unsubscribe' ? webhook.provider : null;
+        if (origin === null || t.contactId === null) continue;
+        await deps.contacts.changeStatus(webhook.workspace_id, t.contactId, 'unsubscribed', origin, t.messageId, changedAt(t)).catch((error: unknown) => {
           if (!(error instanceof NotFoundError)) throw error;
         });
       }
@@ -229,10 +234,15 @@ export function createRelayWebhookService(deps: {
         for (const t of targets) {
           if (!(await store.claimKey(trx, webhook.id, t.event.key, now))) continue;
           processed++;
-          if (t.email !== null && (t.event.kind === 'hard_bounce' || t.event.kind === 'complaint')) {
-            await suppressions.add(trx, webhook.workspace_id, [t.email], t.event.kind === 'complaint' ? COMPLAINT : HARD_BOUNCE, now);
+          const { kind } = t.event;
+          if (t.email !== null && (kind === 'hard_bounce' || kind === 'complaint')) {
+            await suppressions.add(trx, webhook.workspace_id, [t.email], kind === 'complaint' ? COMPLAINT : HARD_BOUNCE, now);
           }
-          if (t.messageId !== null) await messages.markRelayed(trx, t.messageId, REPORT[t.event.kind], now);
+          // The relay says the address takes mail again: a bounce emk learned of after that still holds, and a
+          // complaint or an unsubscribe is the recipient's word, which only the recipient changes.
+          if (t.email !== null && kind === 'reactivation') await suppressions.liftIf(trx, webhook.workspace_id, t.email, HARD_BOUNCE, changedAt(t));
+          const report = REPORT[kind];
+          if (t.messageId !== null && report) await messages.markRelayed(trx, t.messageId, report, now);
         }
       });
       return { processed };

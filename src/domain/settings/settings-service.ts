@@ -8,6 +8,7 @@ import { TtlCache } from '../shared/ttl-cache.js';
 import { parseInput } from '../shared/validate.js';
 import { updateSettingsSchema, type Settings } from './settings.schema.js';
 import { createSettingsStore } from './settings-store.js';
+import { DEFAULT_SHOP_CURRENCY, type ShopCurrencyOrigin } from './shop-currency.js';
 
 /**
  * What checks the footer templates at PATCH: the message templates (`templates.check`, which names a part
@@ -34,6 +35,8 @@ export function createSettingsService(deps: {
   senders: Pick<SenderService, 'checkFromEmail'>;
   /** Footer templates are parsed and rendered against sample data like a campaign's. */
   footers: FooterCheck;
+  /** Products whose writes named no currency follow the shop's (declared by shape: settings import no catalog). */
+  products: { adoptShopCurrency(trx: Knex.Transaction, workspaceId: string, currency: string): Promise<unknown> };
   onChange?: (workspaceId: string) => void;
   clock?: Clock;
 }) {
@@ -92,11 +95,26 @@ export function createSettingsService(deps: {
           ...(input.event_retention_days !== undefined ? { event_retention_days: input.event_retention_days } : {}),
         };
         await store.update(trx, workspaceId, changes);
-        return { ...current, ...changes };
+        if (input.currency === undefined) return { ...current, ...changes };
+        await store.setCurrency(trx, workspaceId, input.currency, input.currency === null ? null : 'settings');
+        const currency = input.currency ?? DEFAULT_SHOP_CURRENCY;
+        await deps.products.adoptShopCurrency(trx, workspaceId, currency);
+        return { ...current, ...changes, currency };
       });
       cache.delete(workspaceId);
       onChange?.(workspaceId);
       return next;
+    },
+
+    /**
+     * The currency a Shopify or WooCommerce delivery says the shop keeps its books in, taken when the workspace has
+     * none yet (neither set in settings nor learnt from an earlier delivery); inside the delivery's transaction.
+     */
+    async learnShopCurrency(trx: Knex.Transaction, workspaceId: string, currency: string, origin: ShopCurrencyOrigin): Promise<void> {
+      if (!(await store.learnCurrency(trx, workspaceId, currency, origin))) return;
+      await deps.products.adoptShopCurrency(trx, workspaceId, currency);
+      cache.delete(workspaceId);
+      onChange?.(workspaceId);
     },
   };
 }

@@ -1,8 +1,9 @@
 import type { Dialect } from '../db/dialect/dialect.js';
 import { storedDomainRatesSchema, storedOwnDomainsSchema, storedSenderSchema, type Settings } from './settings.schema.js';
 import type { Db } from '../db/database.js';
+import { DEFAULT_SHOP_CURRENCY, type ShopCurrencyOrigin } from './shop-currency.js';
 
-const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'footer_html', 'footer_text', 'postal_address', 'domain_rates', 'event_retention_days'] as const;
+const COLUMNS = ['click_window_days', 'open_window_days', 'contact_limit', 'sender', 'own_domains', 'footer_html', 'footer_text', 'postal_address', 'domain_rates', 'event_retention_days', 'currency'] as const;
 /** Text columns a PATCH writes as sent (null clears). */
 const TEXT_COLUMNS = ['footer_html', 'footer_text', 'postal_address'] as const;
 const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
@@ -22,6 +23,7 @@ export function createSettingsStore(dialect: Dialect) {
       postal_address: textOrNull(row.postal_address),
       domain_rates: row.domain_rates === null ? {} : storedDomainRatesSchema.parse(dialect.readJson(row.domain_rates)),
       event_retention_days: dialect.readNullableNumber(row.event_retention_days),
+      currency: textOrNull(row.currency) ?? DEFAULT_SHOP_CURRENCY,
     };
   };
 
@@ -43,6 +45,20 @@ export function createSettingsStore(dialect: Dialect) {
       if (changes.domain_rates !== undefined) patch.domain_rates = dialect.writeJson(changes.domain_rates);
       if (changes.event_retention_days !== undefined) patch.event_retention_days = changes.event_retention_days;
       if (Object.keys(patch).length > 0) await db('workspaces').where({ id: workspaceId }).update(patch);
+    },
+
+    /** Sets the shop's currency and who set it (null forgets both). */
+    async setCurrency(db: Db, workspaceId: string, currency: string | null, origin: ShopCurrencyOrigin | null): Promise<void> {
+      await db('workspaces').where({ id: workspaceId }).update({ currency, currency_origin: origin });
+    },
+
+    /**
+     * Sets the currency a platform names, unless one was set or learnt before; whether it was set. The row is
+     * locked by the update, so two first deliveries cannot both set it.
+     */
+    async learnCurrency(db: Db, workspaceId: string, currency: string, origin: ShopCurrencyOrigin): Promise<boolean> {
+      const updated = await db('workspaces').where({ id: workspaceId }).whereNull('currency_origin').update({ currency, currency_origin: origin });
+      return updated > 0;
     },
 
     /** Every workspace that prunes its events, with its retention in days. */

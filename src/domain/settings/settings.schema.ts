@@ -100,6 +100,14 @@ export const updateSettingsSchema = z.strictObject(
       .optional()
       .transform((address) => (address === '' ? null : address)),
     domain_rates: domainRatesSchema.nullable().optional(),
+    /** The shop's currency (ISO 4217); `null` forgets it, so the next platform delivery that names one sets it again. */
+    currency: z
+      .string()
+      .trim()
+      .regex(/^[A-Za-z]{3}$/, 'must be a three-letter ISO 4217 code such as EUR')
+      .transform((code) => code.toUpperCase())
+      .nullable()
+      .optional(),
     /** Events older than so many days are pruned (docs/operations.md, Retention); `null` keeps everything. */
     event_retention_days: z
       .number()
@@ -147,6 +155,8 @@ export interface Settings {
   domain_rates: Record<string, number>;
   /** Events older than so many days are pruned; null (the default) keeps everything. */
   event_retention_days: number | null;
+  /** The shop's currency: prices and orders that arrive without one are in it; reports state it. */
+  currency: string;
 }
 
 /** The settings record, as a schema: what the API documents for replies. */
@@ -161,4 +171,5 @@ export const settingsRecordSchema = z.object({
   postal_address: z.string().nullable().describe('The postal address commercial mail carries (`workspace.postal_address`)'),
   domain_rates: z.record(z.string(), z.number().int()).describe('At most so many messages a minute per recipient domain'),
   event_retention_days: z.number().int().nullable().describe('Events older than so many days are pruned (null: kept for good)'),
+  currency: z.string().describe("The shop's currency (ISO 4217): prices and orders that arrive without one are in it (default USD, or learnt from the first Shopify or WooCommerce order)"),
 }) satisfies z.ZodType<Settings>;

@@ -55,7 +55,10 @@ export interface SendReport extends DeliverabilityCounts, DeliverabilityRates {
   clicks: number;
   unique_clicks: number;
   orders: number;
+  /** Net revenue of the credited orders, in `currency`. */
   revenue: number;
+  /** The shop's currency (settings `currency`), which platform orders are converted to. */
+  currency: string;
 }
 
 const count = z.number().int();
@@ -86,6 +89,7 @@ export const sendReportSchema = z
     unique_clicks: count,
     orders: count,
     revenue: z.number(),
+    currency: z.string().describe("The shop's currency (settings `currency`): what `revenue` is in"),
   })
   .merge(deliverabilityCountsSchema)
   .merge(deliverabilityRatesSchema) satisfies z.ZodType<SendReport>;

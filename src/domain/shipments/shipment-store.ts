@@ -5,7 +5,8 @@ import type { Db } from '../db/database.js';
 /** The order a shipment or order update refers to. */
 export interface OrderMatch {
   id: string;
-  contact_id: string;
+  /** Null: a shop platform's order kept without a contact. */
+  contact_id: string | null;
   shipping_status: string | null;
 }
 

@@ -18,14 +18,15 @@ const CONSENT_STATES = new Map<string, SubscriptionStatus>([
 ]);
 
 /**
- * A Shopify customer's email-marketing consent: `email_marketing_consent` (API 2022-04 on), else the older
- * `accepts_marketing` (false reads as never subscribed: the field cannot tell an opt-out from no opt-in).
+ * A Shopify customer's email-marketing consent: `email_marketing_consent` (in customer payloads from API 2022-04 to
+ * 2024-10, and in the consent topic's body), else the older `accepts_marketing` (false reads as never subscribed:
+ * the field cannot tell an opt-out from no opt-in).
  * The time is the platform's own (`consent_updated_at`, `accepts_marketing_updated_at`), null when not sent.
  */
 export function customerConsent(customer: Payload, at: FieldPath, read: FieldReader): PlatformConsent | null {
   const consent = asObject(customer.email_marketing_consent);
   if (consent) {
-    const status = typeof consent.state === 'string' ? CONSENT_STATES.get(consent.state) : undefined;
+    const status = typeof consent.state === 'string' ? CONSENT_STATES.get(consent.state.toLowerCase()) : undefined;
     if (status) return { status, at: read.time(consent.consent_updated_at, [...at, 'email_marketing_consent', 'consent_updated_at']) };
     read.skip([...at, 'email_marketing_consent', 'state'], `must be one of ${[...CONSENT_STATES.keys()].join(', ')}`);
   }
@@ -57,22 +58,54 @@ export function shopifyCustomer(customer: Payload, read: FieldReader): PlatformC
 }
 
 /**
- * The buyer of an order or a checkout: its `email`, else its customer's. Consent comes from the customer
- * record, else from the checkbox of this checkout (`buyer_accepts_marketing`, which has no time of its own).
+ * The checkout's "Email me with news and offers" box (`buyer_accepts_marketing`). Ticked, the buyer subscribed
+ * when the order was placed: `processed_at`, else `created_at` (a checkout has only the latter), a time that never
+ * moves, so a later snapshot of the same order never outweighs a later decision. Unticked or absent it says
+ * nothing: leaving the box empty at one checkout is no unsubscribe.
+ */
+function checkboxConsent(body: Payload, read: FieldReader): PlatformConsent | null {
+  if (body.buyer_accepts_marketing !== true) return null;
+  const at = read.time(body.processed_at, ['processed_at']) ?? read.time(body.created_at, ['created_at']);
+  return { status: 'subscribed', at };
+}
+
+/**
+ * The buyer of an order or a checkout: its `email`, else its customer's. Consent is the customer record's when it
+ * has a time (API versions before 2025-01 send it in the order), else the checkout box's, else the record's
+ * without a time.
  */
 export function shopifyBuyer(body: Payload, read: FieldReader): PlatformCustomer | null {
   const customer = asObject(body.customer) ?? {};
   const email = read.email(body.email, ['email']) ?? read.email(customer.email, ['customer', 'email']);
   if (email === null) return null;
   const fallback = { ...(asObject(body.billing_address) ?? {}), phone: body.phone };
-  const checkbox = typeof body.buyer_accepts_marketing === 'boolean' ? body.buyer_accepts_marketing : null;
+  const record = customerConsent(customer, ['customer'], read);
   return {
     email,
     properties: customerProperties(customer, ['customer'], read, fallback),
-    consent:
-      customerConsent(customer, ['customer'], read) ??
-      (checkbox === null ? null : { status: checkbox ? 'subscribed' : 'non_subscribed', at: null }),
+    consent: record?.at != null ? record : (checkboxConsent(body, read) ?? record),
   };
+}
+
+/**
+ * A `customers_email_marketing_consent/update` body (from API 2025-01 on the only place Shopify sends the consent):
+ * `email_address`, `customer_id` and `email_marketing_consent` as in a customer. Null, with a warning, when it names
+ * no email (emk finds contacts by email, not by `shopify_customer_id`) or no consent it can read.
+ */
+export function shopifyEmailConsent(body: Payload, read: FieldReader): PlatformCustomer | null {
+  const email = read.email(body.email_address, ['email_address']);
+  const customerId = read.id(body.customer_id, ['customer_id']);
+  const consent = customerConsent(body, [], read);
+  if (email === null) {
+    const whose = customerId === null ? 'the customer' : `customer ${customerId}`;
+    read.warn(`email_address is missing: emk finds contacts by email, so the consent of ${whose} was not applied`);
+    return null;
+  }
+  if (consent === null) {
+    read.warn('the consent was not applied: it needs email_marketing_consent.state');
+    return null;
+  }
+  return { email, properties: customerId === null ? {} : { shopify_customer_id: customerId }, consent };
 }
 
 /**

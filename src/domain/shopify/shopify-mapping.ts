@@ -1,16 +1,18 @@
 import { asObject, fieldReader, type FieldReader, type Payload } from '../platform-webhooks/payload-fields.js';
-import type { MappedDelivery, MappingContext, StoreChange } from '../platform-webhooks/store-change.js';
-import { shopifyCustomer } from './shopify-customers.js';
+import type { MappedDelivery, MappingContext, PlatformCustomer, StoreChange } from '../platform-webhooks/store-change.js';
+import { shopifyCustomer, shopifyEmailConsent } from './shopify-customers.js';
 import { shopifyCart, shopifyOrder, shopifyRefund, shopifyShipment } from './shopify-orders.js';
 import { shopifyProduct, shopifyProductDelete } from './shopify-products.js';
 
 /** How one topic's body becomes (at most) one store change; what it could not use is in the reader's warnings. */
 type TopicMapper = (body: Payload, read: FieldReader, context: MappingContext) => StoreChange | null;
 
+const asCustomerChange = (customer: PlatformCustomer | null): StoreChange | null => (customer === null ? null : { kind: 'customer', customer });
+
 function customerChange(body: Payload, read: FieldReader): StoreChange | null {
   const customer = shopifyCustomer(body, read);
   if (customer === null) read.warn('email is missing: a customer without an email is no contact');
-  return customer === null ? null : { kind: 'customer', customer };
+  return asCustomerChange(customer);
 }
 
 /** The mandatory privacy topics name the customer as `{id, email, phone}`. */
@@ -43,6 +45,8 @@ const TOPICS = new Map<string, TopicMapper>([
   ['checkouts/update', shopifyCart],
   ['customers/create', customerChange],
   ['customers/update', customerChange],
+  // Consent alone (API 2025-01 on): applied as a customer whose record carries only the consent and Shopify's id.
+  ['customers_email_marketing_consent/update', (body, read) => asCustomerChange(shopifyEmailConsent(body, read))],
   ['products/create', shopifyProduct],
   ['products/update', shopifyProduct],
   ['products/delete', shopifyProductDelete],

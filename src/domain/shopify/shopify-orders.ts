@@ -1,6 +1,6 @@
 import { orderItemSchema, toOrderItem, type OrderItem } from '../orders/order.schema.js';
 import { asArray, asObject, isAbsent, type FieldReader, type Payload } from '../platform-webhooks/payload-fields.js';
-import type { PlatformRefund, StoreChange } from '../platform-webhooks/store-change.js';
+import type { PlatformBuyer, PlatformOrder, PlatformRefund, StoreChange } from '../platform-webhooks/store-change.js';
 import type { ShippingStatus } from '../shipments/shipment.schema.js';
 import type { FieldPath } from '../shared/storable.js';
 import { fieldName } from '../shared/validate.js';
@@ -31,51 +31,112 @@ function lineItems(body: Payload, read: FieldReader): OrderItem[] {
  */
 function refundOf(refund: Payload, at: FieldPath, read: FieldReader): PlatformRefund | null {
   let sum = 0;
+  // Transactions are in the currency the buyer paid (the presentment currency); one refund is in one currency.
+  let currency: string | null = null;
   asArray(refund.transactions).forEach((entry, j) => {
     const transaction = asObject(entry);
     if (transaction?.kind !== 'refund' || transaction.status !== 'success') return;
-    sum += read.money(transaction.amount, [...at, 'transactions', j, 'amount']) ?? 0;
+    const path = [...at, 'transactions', j];
+    const code = currencyCode(transaction.currency, [...path, 'currency'], read);
+    if (currency !== null && code !== null && code !== currency) {
+      read.skip([...path, 'currency'], `must be the refund's currency, ${currency} (transaction ignored)`);
+      return;
+    }
+    currency ??= code;
+    sum += read.money(transaction.amount, [...path, 'amount']) ?? 0;
   });
   // Through the money range again: the sum is rounded to the stored scale (0.1 + 0.2 is 0.3).
   const amount = sum === 0 ? null : read.money(sum, [...at, 'transactions']);
   if (amount === null) return null;
   const id = read.id(refund.id, [...at, 'id']);
   if (id === null) read.warn(`${fieldName([...at, 'id'])} is required (refund of ${amount} ignored)`);
-  return id === null ? null : { id, amount };
+  // `processed_at` is when the refund was made (an imported one's own time); `created_at` when Shopify recorded it.
+  const refundedAt = read.time(refund.processed_at, [...at, 'processed_at']) ?? read.time(refund.created_at, [...at, 'created_at']);
+  return id === null ? null : { id, amount, currency, at: refundedAt };
+}
+
+/** An ISO 4217 code, upper-cased; anything else is skipped with a warning (null). */
+function currencyCode(value: unknown, at: FieldPath, read: FieldReader): string | null {
+  const code = read.text(value, at, 8);
+  if (code === null) return null;
+  if (/^[A-Za-z]{3}$/.test(code)) return code.toUpperCase();
+  read.skip(at, 'must be a three-letter ISO 4217 code');
+  return null;
+}
+
+/**
+ * What a Markets order was paid in, when that is not the shop's currency: `presentment_currency` and
+ * `total_price_set.presentment_money.amount`. The order's `currency` and `total_price` are the shop's.
+ */
+function presentmentOf(body: Payload, currency: string | null, read: FieldReader): PlatformOrder['presentment'] {
+  if (currency === null) return null;
+  const paidIn = currencyCode(body.presentment_currency, ['presentment_currency'], read);
+  if (paidIn === null || paidIn === currency) return null;
+  const at = ['total_price_set', 'presentment_money', 'amount'];
+  const total = read.money(asObject(asObject(body.total_price_set)?.presentment_money)?.amount, at);
+  if (total === null) read.warn(`${fieldName(at)} is missing: refunds in ${paidIn} cannot be converted to ${currency}`);
+  return total === null ? null : { currency: paidIn, totalAmount: total };
+}
+
+/**
+ * The buyer of an order without an email (a point-of-sale sale, a draft order taken by phone): the customer's id
+ * and phone, else the order's or its billing address's phone (docs/platforms/README.md, Orders without an email).
+ */
+function buyerWithoutEmail(body: Payload, read: FieldReader): PlatformBuyer {
+  const customer = asObject(body.customer) ?? {};
+  return {
+    customerId: read.id(customer.id, ['customer', 'id']),
+    phone:
+      read.text(customer.phone, ['customer', 'phone'], 64) ??
+      read.text(body.phone, ['phone'], 64) ??
+      read.text(asObject(body.billing_address)?.phone, ['billing_address', 'phone'], 64),
+  };
 }
 
 /**
  * Every `orders/*` topic carries the whole order: a snapshot at its `updated_at`. The order is read only with
- * its id, total, currency and creation time; without them nothing of it is applied.
+ * its id, total and creation time; without them nothing of it is applied.
  */
 export function shopifyOrder(body: Payload, read: FieldReader): StoreChange | null {
   const externalId = read.id(body.id, ['id']);
+  // A test order (the Bogus gateway, a payment provider's test mode) is no sale: only its id is kept.
+  if (body.test === true) {
+    read.warn('a test order (test: true): not stored, nor its buyer; its refunds and fulfillments are dropped');
+    return externalId === null ? null : { kind: 'test_order', orderExternalId: externalId };
+  }
   const totalAmount = read.money(body.total_price, ['total_price']);
-  const currency = read.text(body.currency, ['currency'], 8);
+  // The shop's currency; without one the order is in the workspace's (settings `currency`).
+  const currency =
+    currencyCode(body.currency, ['currency'], read) ??
+    currencyCode(asObject(asObject(body.total_price_set)?.shop_money)?.currency_code, ['total_price_set', 'shop_money', 'currency_code'], read);
   const orderedAt = read.time(body.created_at, ['created_at']);
-  if (externalId === null || totalAmount === null || currency === null || orderedAt === null) {
-    const missing = Object.entries({ id: externalId, total_price: totalAmount, currency, created_at: orderedAt })
+  if (externalId === null || totalAmount === null || orderedAt === null) {
+    const missing = Object.entries({ id: externalId, total_price: totalAmount, created_at: orderedAt })
       .filter(([, value]) => value === null)
       .map(([field]) => field);
     read.warn(`the order was not applied: it needs ${missing.join(', ')}`);
     return null;
   }
   const customer = shopifyBuyer(body, read);
-  if (customer === null) read.warn('email is missing: the order has no contact');
+  if (customer === null) read.warn('email is missing: the order goes to the contact of its customer id or phone, else is kept without a contact');
   return {
     kind: 'order',
     customer,
     identityToken: shopifyIdentityToken(body),
     placed: true,
+    ...(customer === null ? { buyer: buyerWithoutEmail(body, read) } : {}),
     order: {
       externalId,
       orderNumber: read.text(body.name, ['name'], 255) ?? read.id(body.order_number, ['order_number']),
       totalAmount,
       currency,
+      shopCurrency: currency,
+      presentment: presentmentOf(body, currency, read),
       status: read.text(body.financial_status, ['financial_status'], 255) ?? '',
       orderedAt,
       items: lineItems(body, read),
       cancelled: !isAbsent(body.cancelled_at),
+      cancelledAt: read.time(body.cancelled_at, ['cancelled_at']),
       refunds: read.objects(body.refunds, ['refunds']).flatMap(([refund, at]) => refundOf(refund, at, read) ?? []),
       updatedAt: read.time(body.updated_at, ['updated_at']),
     },

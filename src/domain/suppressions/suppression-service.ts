@@ -28,6 +28,12 @@ export function createSuppressionService(deps: {
     /** Adds addresses inside the caller's transaction (a relay's permanent rejection, an import's chunk). */
     add: (db: Db, workspaceId: string, emails: string[], reason: string, now = clock()) => store.add(db, workspaceId, emails, reason, now),
 
+    /**
+     * Lifts the address's suppression inside the caller's transaction, only if it is of this reason and made at
+     * or before `madeBy` (a relay's reactivation lifts the bounce it knew of, never a complaint or a newer bounce).
+     */
+    liftIf: (db: Db, workspaceId: string, email: string, reason: string, madeBy: number) => store.removeIf(db, workspaceId, email, reason, madeBy),
+
     async lift(workspaceId: string, email: unknown): Promise<void> {
       const { email: address } = parseInput(suppressionEmailParams, { email });
       if (!(await writeTransaction((trx) => store.remove(trx, workspaceId, address)))) throw new NotFoundError();

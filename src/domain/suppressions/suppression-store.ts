@@ -28,6 +28,12 @@ export function createSuppressionStore(dialect: Dialect) {
       return (await db('suppressions').where({ workspace_id: workspaceId, email_key: emailKey(email) }).delete()) > 0;
     },
 
+    /** Removes the address's suppression if it has this reason and was made at or before `madeBy`. */
+    async removeIf(db: Db, workspaceId: string, email: string, reason: string, madeBy: number): Promise<boolean> {
+      const rows = db('suppressions').where({ workspace_id: workspaceId, email_key: emailKey(email), reason }).where('created_at', '<=', madeBy);
+      return (await rows.delete()) > 0;
+    },
+
     /** Which of these addresses are suppressed, by email key. */
     async suppressedKeys(db: Db, workspaceId: string, emails: string[]): Promise<Set<string>> {
       const found = new Set<string>();

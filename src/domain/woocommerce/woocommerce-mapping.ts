@@ -4,6 +4,7 @@ import { asArray, asObject, fieldReader, isAbsent, type FieldReader, type Payloa
 import type {
   MappedDelivery,
   MappingContext,
+  PlatformBuyer,
   PlatformConsent,
   PlatformCustomer,
   PlatformOrder,
@@ -11,6 +12,7 @@ import type {
   StoreChange,
 } from '../platform-webhooks/store-change.js';
 import { productSchema } from '../products/product.schema.js';
+import { decodeHtmlEntities } from '../shared/html-entities.js';
 import { quantitySchema } from '../shared/numbers.js';
 import type { FieldPath } from '../shared/storable.js';
 import { fieldName } from '../shared/validate.js';
@@ -95,34 +97,56 @@ function mapOrder(body: Payload, read: FieldReader): StoreChange[] {
     date_created_gmt: read.time(body.date_created_gmt, ['date_created_gmt']),
   };
   if (!usable(read, 'the order', needs)) return [];
+  const meta = metaOf(body.meta_data);
+  // WooPayments marks the orders paid in its test mode (WooCommerce's own analytics leave them out): no sale.
+  if (meta.get('_wcpay_mode') === 'test') {
+    read.warn('a test order (meta _wcpay_mode: test): not stored, nor its buyer');
+    return [{ kind: 'test_order', orderExternalId: needs.id }];
+  }
 
   const meaning = statusMeaning(needs.status, read.time(body.date_paid_gmt, ['date_paid_gmt']) !== null);
   const updatedAt = read.time(body.date_modified_gmt, ['date_modified_gmt']);
-  const refunds = refundsOf(body.refunds, read);
-  if (meaning === 'refunded' && refunds.length === 0) refunds.push({ id: STATUS_REFUND_ID, amount: needs.total });
-  const meta = metaOf(body.meta_data);
+  // Order payloads give no refund or cancellation time: the snapshot's own time (the change that showed it) is the
+  // closest the platform says.
+  const money = storeMoney(meta, needs.currency, needs.total, read);
+  // Refunds are in the currency paid: converted at the order's rate when that is not the store's.
+  const refunds = refundsOf(body.refunds, updatedAt, money.presentment?.currency ?? null, read);
+  if (meaning === 'refunded' && refunds.length === 0) refunds.push({ id: STATUS_REFUND_ID, amount: money.totalAmount, currency: null, at: updatedAt });
   const order: PlatformOrder = {
     externalId: needs.id,
     orderNumber: read.id(body.number, ['number']),
-    totalAmount: needs.total,
-    currency: needs.currency,
+    ...money,
     status: needs.status,
     orderedAt: needs.date_created_gmt,
     items: itemsOf(body.line_items, read),
     cancelled: meaning === 'cancelled',
+    cancelledAt: meaning === 'cancelled' ? updatedAt : null,
     refunds,
     updatedAt,
   };
+  // The consent box is ticked at checkout: a later change of the order (a refund) is no new consent.
+  const customer = orderCustomer(body, meta, needs.date_created_gmt, read);
   return [
     {
       kind: 'order',
-      // The consent box is ticked at checkout: a later change of the order (a refund) is no new consent.
-      customer: orderCustomer(body, meta, needs.date_created_gmt, read),
+      customer,
       identityToken: identityTokenOf({ _ir_id: meta.get('_ir_id'), _emk: meta.get('_emk') }),
       order,
       placed: meaning !== 'not_placed',
+      ...(customer === null ? { buyer: buyerWithoutEmail(body, read) } : {}),
     },
   ];
+}
+
+/**
+ * The buyer of an order without a billing email (a phone order, a cash-on-delivery order entered in the admin):
+ * its account's id (0 is a guest) and billing phone (docs/platforms/README.md, Orders without an email).
+ */
+function buyerWithoutEmail(body: Payload, read: FieldReader): PlatformBuyer {
+  return {
+    customerId: body.customer_id === 0 ? null : read.id(body.customer_id, ['customer_id']),
+    phone: read.text(asObject(body.billing)?.phone, ['billing', 'phone'], 255),
+  };
 }
 
 function mapOrderDeleted(body: Payload, read: FieldReader): StoreChange[] {
@@ -158,7 +182,7 @@ function orderCustomer(body: Payload, meta: Map<string, unknown>, consentAt: num
   const billing = asObject(body.billing) ?? {};
   const email = read.email(billing.email, ['billing', 'email']);
   if (email === null) {
-    read.warn('the order has no usable billing.email: it is tied to a contact by its identity token or its stored order only');
+    read.warn('the order has no usable billing.email: it goes to the contact of its identity token, customer id or phone, else is kept without a contact');
     return null;
   }
   const properties = present({
@@ -171,17 +195,42 @@ function orderCustomer(body: Payload, meta: Map<string, unknown>, consentAt: num
   return { email, properties, consent: consentOf(meta, consentAt) };
 }
 
+/** The values a checkbox plugin stores for a ticked box (`true` is stored, and served, as "1"). */
+const TICKED = new Set(['1', 'true', 'yes']);
+
 /**
- * WooCommerce core keeps no marketing consent. A shop that collects it (a checkout checkbox plugin) sets the
- * meta `emk_subscribed` (or `_emk_subscribed`) to "yes", recorded at the time given (`emk_subscribed_at` on a
- * customer, the checkout on an order; a customer without it only sets a new contact's status); anything else
- * leaves a stored contact as it is and creates a new one as non_subscribed.
+ * The opt-ins a shopper gave through a checkbox, as plugins keep them in `meta_data`, and the values that mean
+ * ticked (docs/platforms/woocommerce.md#consent-from-plugins). Only a box the shopper ticked: Kit's `ckwc_opt_in`
+ * is not here (it is "yes" on every order when the shop hides Kit's box), nor are Klaviyo and MailPoet, which keep
+ * the opt-in on their own side and write none on the order.
+ */
+const OPT_IN_META = new Map<string, ReadonlySet<string>>([
+  // emk's own keys, for a shop's own checkbox.
+  ['emk_subscribed', new Set(['yes'])],
+  ['_emk_subscribed', new Set(['yes'])],
+  // Mailchimp for WooCommerce: the checkout box (classic and block checkout) on the order, the account's choice on the customer.
+  ['mailchimp_woocommerce_is_subscribed', TICKED],
+  // MailerLite for WooCommerce: written only when its checkout box was ticked.
+  ['_woo_ml_subscribe', TICKED],
+  // Omnisend: "checkout" when its checkout box was ticked.
+  ['marketing_opt_in_consent', new Set(['checkout'])],
+  // Kit's box as a block checkout field (`ckwc/opt-in`), which WooCommerce stores under its group's prefix.
+  ['_wc_other/ckwc/opt-in', TICKED],
+  ['_wc_billing/ckwc/opt-in', TICKED],
+]);
+
+/** A meta value as the text its plugin compares: trimmed, lower case; `true` and numbers as stored ("1"). */
+const metaText = (value: unknown) =>
+  value === true ? '1' : typeof value === 'number' ? String(value) : typeof value === 'string' ? value.trim().toLowerCase() : null;
+
+/**
+ * WooCommerce core keeps no marketing consent; checkbox plugins keep it in `meta_data` (OPT_IN_META). An opt-in
+ * is recorded at the time given (`emk_subscribed_at` on a customer, the checkout on an order; a customer without
+ * one only sets a new contact's status). No opt-in is no opt-out: an unticked or absent box leaves a stored
+ * contact as it is and creates a new one as non_subscribed.
  */
 function consentOf(meta: Map<string, unknown>, modifiedAt: number | null): PlatformConsent {
-  const subscribed = ['emk_subscribed', '_emk_subscribed'].some((key) => {
-    const value = meta.get(key);
-    return typeof value === 'string' && value.trim().toLowerCase() === 'yes';
-  });
+  const subscribed = [...OPT_IN_META].some(([key, ticked]) => ticked.has(metaText(meta.get(key)) ?? ''));
   return subscribed ? { status: 'subscribed', at: modifiedAt } : { status: 'non_subscribed', at: null };
 }
 
@@ -203,12 +252,41 @@ function currencyOf(value: unknown, read: FieldReader): string | null {
   return null;
 }
 
-/** `refunds[]` are `{id, reason, total: "-5.00"}`: the amount is the total's absolute value. */
-function refundsOf(value: unknown, read: FieldReader): PlatformRefund[] {
+/**
+ * The order's money in the store's currency. WooCommerce core has one store currency, and orders are in it. With
+ * WooPayments' multi-currency an order keeps what the buyer paid in (`currency`, `total`) and records the store's
+ * currency and the rate (units of the order's currency per unit of the store's) in its meta
+ * (`_wcpay_multi_currency_order_default_currency`, `_wcpay_multi_currency_order_exchange_rate`): the total is
+ * converted at that rate and what was paid is kept as the presentment.
+ */
+function storeMoney(meta: Map<string, unknown>, currency: string, total: number, read: FieldReader): Pick<PlatformOrder, 'totalAmount' | 'currency' | 'shopCurrency' | 'presentment'> {
+  const plain = { totalAmount: total, currency, shopCurrency: currency, presentment: null };
+  const storeCurrency = meta.get(WCPAY_STORE_CURRENCY);
+  if (typeof storeCurrency !== 'string' || !/^[A-Za-z]{3}$/.test(storeCurrency.trim())) return plain;
+  const shopCurrency = storeCurrency.trim().toUpperCase();
+  if (shopCurrency === currency) return plain;
+  const rate = Number(meta.get(WCPAY_EXCHANGE_RATE));
+  const converted = Number.isFinite(rate) && rate > 0 ? read.money(total / rate, ['meta_data', WCPAY_EXCHANGE_RATE]) : null;
+  if (converted === null) {
+    read.warn(`meta_data ${WCPAY_EXCHANGE_RATE} must be a positive rate: the order is kept in ${currency}, as paid`);
+    return { ...plain, shopCurrency };
+  }
+  return { totalAmount: converted, currency: shopCurrency, shopCurrency, presentment: { currency, totalAmount: total } };
+}
+
+const WCPAY_STORE_CURRENCY = '_wcpay_multi_currency_order_default_currency';
+const WCPAY_EXCHANGE_RATE = '_wcpay_multi_currency_order_exchange_rate';
+
+/**
+ * `refunds[]` are `{id, reason, total: "-5.00"}` in `currency` (null: the order's): the amount is the total's
+ * absolute value. They carry no time:
+ * each is dated `listedAt`, the time of the snapshot that lists it (the first one seen is kept).
+ */
+function refundsOf(value: unknown, listedAt: number | null, currency: string | null, read: FieldReader): PlatformRefund[] {
   return read.objects(value, ['refunds']).flatMap(([refund, at]): PlatformRefund[] => {
     const id = read.id(refund.id, [...at, 'id']);
     const amount = read.money(withoutMinus(refund.total), [...at, 'total']);
-    if (id !== null && amount !== null) return [{ id, amount }];
+    if (id !== null && amount !== null) return [{ id, amount, currency, at: listedAt }];
     read.warn(`${fieldName(at)} was not applied: it needs id and total`);
     return [];
   });
@@ -217,13 +295,20 @@ function refundsOf(value: unknown, read: FieldReader): PlatformRefund[] {
 const withoutMinus = (value: unknown) =>
   typeof value === 'number' ? Math.abs(value) : typeof value === 'string' ? value.trim().replace(/^-/, '') : value;
 
+/**
+ * WooCommerce serves names HTML-encoded, as WordPress stores and texturizes them (`Tea &amp; Cake`,
+ * `Hoodie &ndash; Blue`, `Hoodie &#8211; Blue`): products', line items' (a variation's too) and categories'. emk
+ * keeps the text a shopper sees.
+ */
+const decodedName = (value: unknown) => (typeof value === 'string' ? decodeHtmlEntities(value) : value);
+
 /** Line items name their PRODUCT (`product_id`; a variation's parent), which joins the catalog; 0 = a deleted product. */
 function itemsOf(value: unknown, read: FieldReader): OrderItem[] {
   return read.objects(value, ['line_items']).flatMap(([item, at]): OrderItem[] => {
     const quantity = read.check(quantitySchema, item.quantity ?? 1, [...at, 'quantity'], 'item ignored');
     if (quantity === null) return [];
     const productId = item.product_id === 0 || item.product_id === '0' ? null : read.id(item.product_id, [...at, 'product_id']);
-    return [{ external_id: productId, title: read.text(item.name, [...at, 'name'], 2000), quantity, price: read.money(item.price, [...at, 'price']) }];
+    return [{ external_id: productId, title: read.text(decodedName(item.name), [...at, 'name'], 2000), quantity, price: read.money(item.price, [...at, 'price']) }];
   });
 }
 
@@ -257,7 +342,7 @@ function mapProduct(body: Payload, read: FieldReader): StoreChange[] {
   const sku = read.text(body.sku, ['sku'], 255);
   const fields: Array<[ProductField, unknown, FieldPath]> = [
     ['external_id', needs.id, ['id']],
-    ['title', body.name, ['name']],
+    ['title', decodedName(body.name), ['name']],
     ['url', body.permalink, ['permalink']],
     ['image_url', asObject(asArray(body.images)[0])?.src, ['images', 0, 'src']],
     ['description', body.description, ['description']],
@@ -282,5 +367,5 @@ function mapProduct(body: Payload, read: FieldReader): StoreChange[] {
 
 /** `categories[]` are `{id, name, slug}`; an entry without a name becomes blank, which the catalog drops. */
 function categoryNames(value: unknown): unknown[] {
-  return asArray(value).map((category) => asObject(category)?.name ?? '');
+  return asArray(value).map((category) => decodedName(asObject(category)?.name) ?? '');
 }

@@ -1,4 +1,5 @@
 import { cell, givenFields, type ExportRecord, type ExportRow } from '../shared/export-file.js';
+import { decodeHtmlEntities } from '../shared/html-entities.js';
 
 /**
  * WooCommerce's built-in product exporter (Products → Export, CSV) as catalog products of the shop
@@ -16,6 +17,16 @@ const wooList = (value: string | null): string[] =>
         .split(/(?<!\\),/)
         .map((entry) => entry.replace(/\\,/g, ',').trim())
         .filter(Boolean);
+
+/**
+ * A name as the exporter writes it: as WordPress stores it, HTML-encoded (`Tea &amp; Cake`, `Hoodie &ndash; Blue`):
+ * the text a shopper sees. Lists are split before their entries are decoded, so a `&gt;` in a category name
+ * never splits its path.
+ */
+function nameCell(row: ExportRow, column: string): string | null {
+  const name = cell(row, column);
+  return name === null ? null : decodeHtmlEntities(name);
+}
 
 /** `simple`, `variable`, `variation`, … (the exporter adds `downloadable`, `virtual` after the type). */
 const typeOf = (row: ExportRow) => wooList(cell(row, 'Type'))[0]?.toLowerCase() ?? null;
@@ -56,15 +67,15 @@ function common(row: ExportRow) {
 function optionsOf(row: ExportRow): Record<string, string> {
   const options: Record<string, string> = {};
   for (let n = 1; `Attribute ${n} name` in row.cells; n++) {
-    const name = cell(row, `Attribute ${n} name`);
-    const value = cell(row, `Attribute ${n} value(s)`);
+    const name = nameCell(row, `Attribute ${n} name`);
+    const value = nameCell(row, `Attribute ${n} value(s)`);
     if (name !== null && value !== null) options[name] = value;
   }
   return options;
 }
 
 const variantOf = (row: ExportRow) =>
-  givenFields({ external_id: cell(row, 'ID'), sku: cell(row, 'SKU'), title: cell(row, 'Name'), options: optionsOf(row), ...common(row) });
+  givenFields({ external_id: cell(row, 'ID'), sku: cell(row, 'SKU'), title: nameCell(row, 'Name'), options: optionsOf(row), ...common(row) });
 
 /**
  * A product, with its variations when it is variable. `Published` other than 1 (draft -1, private 0, pending 2)
@@ -83,11 +94,11 @@ function productOf(row: ExportRow, variations: ExportRow[], shopDomain: string):
     line,
     record: givenFields({
       external_id: id,
-      title: cell(row, 'Name'),
+      title: nameCell(row, 'Name'),
       description: description(cell(row, 'Description') ?? cell(row, 'Short description')),
       url: `https://${shopDomain}/?p=${encodeURIComponent(id)}`,
       ...common(row),
-      categories: wooList(cell(row, 'Categories')).map((path) => path.split('>').pop()!.trim()),
+      categories: wooList(cell(row, 'Categories')).map((path) => decodeHtmlEntities(path.split('>').pop()!.trim())),
       product_type: type,
       metadata: givenFields({ sku: cell(row, 'SKU') }),
       variants: type === 'variable' ? variations.filter((v) => cell(v, 'Published') === '1').map(variantOf) : null,

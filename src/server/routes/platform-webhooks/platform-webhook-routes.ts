@@ -10,9 +10,16 @@ import {
 import { describedOnly, describeRoute } from '../../openapi/route-schema.js';
 
 /** Where each platform puts what a delivery needs (Shopify's and WooCommerce's webhook documentation). */
-const HEADERS: Record<NativePlatform, { signature: string; topic: string; deliveryId: string; shop: string }> = {
-  shopify: { signature: 'x-shopify-hmac-sha256', topic: 'x-shopify-topic', deliveryId: 'x-shopify-webhook-id', shop: 'x-shopify-shop-domain' },
-  woocommerce: { signature: 'x-wc-webhook-signature', topic: 'x-wc-webhook-topic', deliveryId: 'x-wc-webhook-delivery-id', shop: 'x-wc-webhook-source' },
+const HEADERS: Record<NativePlatform, { signature: string; topic: string; deliveryId: string; shop: string; test: string | null }> = {
+  shopify: {
+    signature: 'x-shopify-hmac-sha256',
+    topic: 'x-shopify-topic',
+    deliveryId: 'x-shopify-webhook-id',
+    shop: 'x-shopify-shop-domain',
+    test: 'x-shopify-test',
+  },
+  // WooCommerce sends no test deliveries (its ping, when a webhook is saved, is answered apart).
+  woocommerce: { signature: 'x-wc-webhook-signature', topic: 'x-wc-webhook-topic', deliveryId: 'x-wc-webhook-delivery-id', shop: 'x-wc-webhook-source', test: null },
 };
 
 const SUMMARIES: Record<NativePlatform, string> = {
@@ -56,6 +63,7 @@ export function platformWebhookRoutes(services: Services) {
             topic: header(request, names.topic),
             deliveryId: header(request, names.deliveryId),
             shop: header(request, names.shop),
+            test: names.test !== null && header(request, names.test)?.trim().toLowerCase() === 'true',
           };
           return services.platformWebhooks.handle(platform, request.params.integrationId, delivery);
         },
