@@ -1,14 +1,11 @@
 import type { Knex } from 'knex';
 
 /**
- * Orders without an email (docs/platforms/README.md, Orders without an email):
- * - `contact_identities`: the contact a shop platform's customer id (`shopify`, `woocommerce`) or a phone number
- *   (`phone`, normalised) names in a workspace, one contact per identity: the contact last written with it. An
- *   order without an email finds its contact here.
- * - `orders.customer_ref`: the platform's customer (`shopify:<id>`) of an order kept without a contact, which
- *   joins the contact that later appears with that customer id.
- * The identities of the contacts stored so far are read from their properties, a page at a time; where two
- * contacts share one, the newer contact holds it.
+ * `contact_identities` (docs/platforms/README.md, Orders without an email): the contact a shop platform's customer
+ * id (`shopify`, `woocommerce`) or a phone number (`phone`, normalised) names in a workspace, one contact per
+ * identity: the contact last written with it. An order without an email finds its contact here. The identities of
+ * the contacts stored so far are read from their properties, a page at a time; where two contacts share one, the
+ * newer contact holds it.
  */
 
 /** Frozen copies of src/domain/contact-identities/contact-identity.ts (a migration imports no live code). */
@@ -50,10 +47,6 @@ export async function up(knex: Knex): Promise<void> {
     t.primary(['workspace_id', 'kind', 'value']);
     t.index(['contact_id']);
   });
-  await knex.schema.alterTable('orders', (t) => {
-    t.string('customer_ref', 300).nullable();
-    t.index(['workspace_id', 'customer_ref'], 'orders_customer_ref_index', { predicate: knex.whereNotNull('customer_ref') });
-  });
 
   for (let after = ''; ; ) {
     const contacts: Array<{ id: string; workspace_id: string; properties: unknown }> = await knex('contacts')
@@ -80,9 +73,5 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.schema.alterTable('orders', (t) => {
-    t.dropIndex(['workspace_id', 'customer_ref'], 'orders_customer_ref_index');
-    t.dropColumn('customer_ref');
-  });
   await knex.schema.dropTable('contact_identities');
 }

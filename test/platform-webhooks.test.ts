@@ -340,9 +340,13 @@ describeEachDatabase('platform webhooks', (h) => {
     expect(stored).toMatchObject({ status: 'failed', platform: 'woocommerce' });
     expect(await knex()('trigger_outbox').where({ workspace_id: ws.id, trigger_type: 'order_placed' })).toHaveLength(1);
     expect(await contactOf(ws, 'pending@example.com')).toMatchObject({ source: 'woocommerce:shop.example.com' });
-    // Without a customer, nothing new is stored either.
+    // Placed without a customer nobody knows: kept without a contact (test/contactless-orders.test.ts), firing nothing.
     await changes(id, [orderChange(null, '8002')], woo);
-    expect(await storedOrder(ws, '8002')).toBeUndefined();
+    expect(await storedOrder(ws, '8002')).toMatchObject({ contact_id: null, platform: 'woocommerce' });
+    expect(await knex()('trigger_outbox').where({ workspace_id: ws.id, trigger_type: 'order_placed' })).toHaveLength(1);
+    // Not placed and without a customer: nothing.
+    await changes(id, [orderChange(null, '8003', { status: 'pending' }, false)], woo);
+    expect(await storedOrder(ws, '8003')).toBeUndefined();
   });
 
   // ------------------------------------------------------------------ customers and consent

@@ -1,8 +1,15 @@
+import { createHmac } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { readCsvRows } from '../src/cli/input/record-reader.js';
 import type { MappedDelivery, StoreChange } from '../src/domain/platform-webhooks/store-change.js';
 import { productSchema } from '../src/domain/products/product.schema.js';
+import { decodeHtmlEntities } from '../src/domain/shared/html-entities.js';
 import { mapWooCommerceDelivery } from '../src/domain/woocommerce/woocommerce-mapping.js';
+import { wooCommerceProductsExport } from '../src/domain/woocommerce/woocommerce-products-export.js';
+import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { sendingHelpers } from './helpers/sending.js';
 
 /** The story of fixtures/woocommerce/README.md: shop.example.com, Olivia's order 5001 and Noah's unpaid 5002. */
 const FIXTURES = new URL('../fixtures/woocommerce/', import.meta.url);
@@ -43,6 +50,9 @@ const ORDER_5001 = {
   orderNumber: '5001',
   totalAmount: 97.9,
   currency: 'EUR',
+  // The store's currency, paid in it: nothing converted.
+  shopCurrency: 'EUR',
+  presentment: null,
   status: 'processing',
   orderedAt: utc('2026-03-04T18:22:09'),
   items: ORDER_5001_ITEMS,
@@ -56,6 +66,8 @@ const ORDER_5002 = {
   orderNumber: '5002',
   totalAmount: 49.9,
   currency: 'EUR',
+  shopCurrency: 'EUR',
+  presentment: null,
   orderedAt: utc('2026-03-06T20:03:44'),
   items: [{ external_id: '120', title: 'Organic Cotton Hoodie - M', quantity: 1, price: 45 }],
   refunds: [],
@@ -283,7 +295,7 @@ describe('WooCommerce order statuses', () => {
   });
 
   it('refunded with no refund listed is a full refund under the id `status:refunded`', () => {
-    expect(orderOf(order5001({ status: 'refunded', refunds: [] })).order.refunds).toEqual([{ id: 'status:refunded', amount: 97.9, at: ORDER_5001.updatedAt }]);
+    expect(orderOf(order5001({ status: 'refunded', refunds: [] })).order.refunds).toEqual([{ id: 'status:refunded', amount: 97.9, currency: null, at: ORDER_5001.updatedAt }]);
   });
 
   it('a status a plugin added counts as placed once paid, else not', () => {
@@ -312,8 +324,8 @@ describe('WooCommerce order edge cases', () => {
       }),
     );
     expect(only(delivery, 'order').order.refunds).toEqual([
-      { id: '61', amount: 10.5, at: ORDER_5001.updatedAt },
-      { id: '62', amount: 0.4, at: ORDER_5001.updatedAt },
+      { id: '61', amount: 10.5, currency: null, at: ORDER_5001.updatedAt },
+      { id: '62', amount: 0.4, currency: null, at: ORDER_5001.updatedAt },
     ]);
     expect(mapped(delivery).warnings).toEqual([
       'refunds[2].total must be a number (got string) (ignored)',
@@ -328,7 +340,7 @@ describe('WooCommerce order edge cases', () => {
     expect(change.customer).toBeNull();
     expect(change.identityToken).toBe('AQMBc2Y0cTdrMm05eHd2YjNuOHAxbGo2aGQwZ3R6NWNyYQ');
     expect(mapped(withoutEmail).warnings).toEqual([
-      'the order has no usable billing.email: it is tied to a contact by its identity token or its stored order only',
+      'the order has no usable billing.email: it goes to the contact of its identity token, customer id or phone, else is kept without a contact',
     ]);
 
     const badEmail = mapped(map('order.created', order5001({ billing: { email: 'olivia at example.com' } })));
@@ -488,5 +500,233 @@ describe('WooCommerce deliveries emk does not use', () => {
       }
     }
     expect(deliveries).toBeGreaterThan(500);
+  });
+});
+
+/** fixtures/woocommerce/names-and-opt-ins (its README): Emma's order 5101 and the gift box, names as WooCommerce serves them. */
+const EXTRA = 'names-and-opt-ins/';
+const ORDER_5101_ITEMS = [
+  { external_id: '140', title: 'Tea & Biscuits Gift Box', quantity: 1, price: 29.5 },
+  { external_id: '120', title: 'Organic Cotton Hoodie - Forest & Moss', quantity: 1, price: 45 },
+  { external_id: '130', title: 'Linen Tote Bag – Natural', quantity: 1, price: 19 },
+  { external_id: '150', title: 'Baker’s Apron – Navy', quantity: 1, price: 22 },
+];
+/** Order 5101 with its `meta_data` replaced. */
+const order5101With = (meta: Array<{ key: string; value: unknown }>) => ({
+  ...fixture(`${EXTRA}order-created.json`),
+  meta_data: meta.map((entry, i) => ({ id: 9900 + i, ...entry })),
+});
+
+describe('HTML entities in WooCommerce names', () => {
+  it.each([
+    ['Tea &amp; Biscuits', 'Tea & Biscuits'],
+    ['&lt;b&gt; &quot;x&quot; &apos;y&apos;', '<b> "x" \'y\''],
+    // wptexturize's and esc_html's numeric forms, decimal and hex
+    ['Baker&#8217;s &#8220;best&#8221; &#8211; 2&#215;3&#8230;', 'Baker’s “best” – 2×3…'],
+    ['Chef&#039;s &#x2013; &#X2014; &#x1F36A;', 'Chef\'s – — 🍪'],
+    // named: the typographic ones, and HTML 4's Latin-1 block whole (PHP's htmlentities), case-sensitive
+    ['&ndash;&mdash;&lsquo;&rsquo;&ldquo;&rdquo;&hellip;&trade;&euro;&bull;', '–—‘’“”…™€•'],
+    ['&nbsp;|&copy;&reg;&deg;&frac12;&times;&divide;&szlig;&yuml;', '\u00a0|©®°½×÷ßÿ'],
+    ['Caf&eacute; &Eacute;T&Eacute; cr&egrave;me br&ucirc;l&eacute;e', 'Café ÉTÉ crème brûlée'],
+    // one pass: text encoded twice is decoded once
+    ['&amp;ndash; &amp;amp;', '&ndash; &amp;'],
+    // not references, or none emk knows: kept as written
+    ['a & b, AT&T; &; &#; &#x; &unknown; &AMP; &Ndash;', 'a & b, AT&T; &; &#; &#x; &unknown; &AMP; &Ndash;'],
+    ['&#0; &#xD800; &#1114112; &#x110000; &#12345678;', '&#0; &#xD800; &#1114112; &#x110000; &#12345678;'],
+    ['no reference at all', 'no reference at all'],
+  ])('%j → %j', (text, decoded) => {
+    expect(decodeHtmlEntities(text)).toBe(decoded);
+  });
+
+  it('names-and-opt-ins/order-created.json: line item names are decoded, a variation\'s too', () => {
+    expect(orderOf(fixture(`${EXTRA}order-created.json`), 'order.created').order.items).toEqual(ORDER_5101_ITEMS);
+  });
+
+  it('a decoded name is checked for length as the text it is', () => {
+    const order = fixture(`${EXTRA}order-created.json`) as { line_items: Array<Record<string, unknown>> };
+    // 2,000 characters once decoded (400 `&amp;` are 2,000 characters as sent, 400 decoded, with 1,600 more)
+    const name = `${'&amp;'.repeat(400)}${'x'.repeat(1600)}`;
+    const change = orderOf({ ...order, line_items: [{ ...order.line_items[0], name }] }, 'order.created');
+    expect(change.order.items[0]!.title).toBe(`${'&'.repeat(400)}${'x'.repeat(1600)}`);
+  });
+
+  it('names-and-opt-ins/product-created.json: the product\'s name and its categories are decoded; its description is HTML, as sent', () => {
+    const body = fixture(`${EXTRA}product-created.json`);
+    const { product } = only(map('product.created', body), 'product_upsert');
+    expect(product).toMatchObject({ external_id: '140', title: 'Tea & Biscuits Gift Box', categories: ['Food & Drink', 'Tea & Coffee'] });
+    expect(product.description).toBe(body.description);
+  });
+
+  it('names-and-opt-ins/wc-product-export.csv: names, category paths and attribute values are decoded after the lists are split', async () => {
+    const file = fileURLToPath(new URL(`${EXTRA}wc-product-export.csv`, FIXTURES));
+    const records = [];
+    for await (const record of wooCommerceProductsExport(() => readCsvRows(file), context)) records.push(record);
+    expect(records).toMatchObject([
+      { line: 2, record: { external_id: '140', title: 'Tea & Biscuits Gift Box', categories: ['Tea & Coffee', 'Gifts'] } },
+      {
+        line: 3,
+        record: {
+          external_id: '150',
+          title: 'Baker’s Apron',
+          categories: ['Kitchen & Dining'],
+          variants: [
+            { external_id: '151', title: 'Baker’s Apron - Navy', options: { Colour: 'Navy' } },
+            { external_id: '152', title: 'Baker’s Apron - Sand & Stone', options: { Colour: 'Sand & Stone' } },
+          ],
+        },
+      },
+    ]);
+  });
+
+  it('a `&gt;` in a category name does not split its path', async () => {
+    const row = { line: 2, cells: { ID: '9', Type: 'simple', Name: 'Sampler', Published: '1', Categories: 'Offers > Tea &lt;&gt; Coffee, Caf&eacute;' } };
+    const records = [];
+    for await (const record of wooCommerceProductsExport(async function* () { yield row; }, context)) records.push(record);
+    expect(records).toMatchObject([{ line: 2, record: { categories: ['Tea <> Coffee', 'Café'] } }]);
+  });
+});
+
+describe('WooCommerce consent from checkbox plugins', () => {
+  const checkout = utc('2026-03-10T09:41:27');
+
+  it('names-and-opt-ins/order-created.json: Mailchimp for WooCommerce\'s ticked box subscribes at the checkout time', () => {
+    const change = orderOf(fixture(`${EXTRA}order-created.json`), 'order.created');
+    expect(change.customer).toEqual({
+      email: 'emma.weber@example.net',
+      properties: { first_name: 'Emma', last_name: 'Weber', phone: '+49 30 7654321', woocommerce_customer_id: '57' },
+      consent: { status: 'subscribed', at: checkout },
+    });
+  });
+
+  it.each([
+    ['mailchimp_woocommerce_is_subscribed', '1'],
+    ['mailchimp_woocommerce_is_subscribed', true],
+    ['mailchimp_woocommerce_is_subscribed', 1],
+    ['marketing_opt_in_consent', 'checkout'],
+    ['_wc_other/ckwc/opt-in', '1'],
+    ['_wc_billing/ckwc/opt-in', 'true'],
+    ['_emk_subscribed', 'yes'],
+  ])('%s = %j on an order is an opt-in at date_created_gmt', (key, value) => {
+    const change = orderOf(order5101With([{ key: 'is_vat_exempt', value: 'no' }, { key, value }]), 'order.created');
+    expect(change.customer?.consent).toEqual({ status: 'subscribed', at: checkout });
+  });
+
+  it.each([
+    ['mailchimp_woocommerce_is_subscribed', '0'],
+    ['mailchimp_woocommerce_is_subscribed', ''],
+    ['mailchimp_woocommerce_is_subscribed', false],
+    ['mailchimp_woocommerce_is_subscribed', 'unsubscribed'],
+    ['mailchimp_woocommerce_is_subscribed', 'transactional'],
+    ['marketing_opt_in_consent', ''],
+    // Kit and MailerLite write their meta on every order when the shop hides their box: no one was asked.
+    ['ckwc_opt_in', 'yes'],
+    ['_woo_ml_subscribe', '1'],
+    // Klaviyo and MailPoet keep the box on their side; their form field names are no meta.
+    ['kl_newsletter_checkbox', '1'],
+    ['mailpoet_woocommerce_checkout_optin', '1'],
+    // emk's own keys take "yes" only, as documented.
+    ['emk_subscribed', '1'],
+  ])('%s = %j is no opt-in, and no opt-out either: the consent is unknown', (key, value) => {
+    const change = orderOf(order5101With([{ key, value }]), 'order.created');
+    expect(change.customer?.consent).toEqual({ status: 'non_subscribed', at: null });
+  });
+
+  it('the first ticked box of several plugins is enough; an unticked one beside it takes nothing away', () => {
+    const change = orderOf(order5101With([{ key: 'mailchimp_woocommerce_is_subscribed', value: '0' }, { key: 'marketing_opt_in_consent', value: 'checkout' }]), 'order.created');
+    expect(change.customer?.consent).toEqual({ status: 'subscribed', at: checkout });
+  });
+
+  it('a later snapshot of the order keeps the checkout time, not its own', () => {
+    const updated = { ...fixture(`${EXTRA}order-created.json`), status: 'completed', date_modified_gmt: '2026-03-12T08:00:00' };
+    expect(orderOf(updated).customer?.consent).toEqual({ status: 'subscribed', at: checkout });
+  });
+
+  it('Mailchimp\'s account choice on a customer has no time: it only sets a new contact\'s status', () => {
+    const customer = { ...fixture('customer-created.json'), meta_data: [{ id: 1, key: 'mailchimp_woocommerce_is_subscribed', value: '1' }] };
+    expect(only(map('customer.updated', customer), 'customer').customer.consent).toEqual({ status: 'subscribed', at: null });
+  });
+});
+
+const WOO_SECRET = 'whsec_woo_names_4b3c2d1e';
+const WOO_SHOP = 'shop.example.com';
+
+describeEachDatabase('WooCommerce names and opt-ins, end to end', (h) => {
+  const { api, contact } = sendingHelpers(h);
+
+  async function connected(ws: TestWorkspace) {
+    const reply = await api(ws, 'POST', '/integrations', { platform: 'woocommerce', secret: WOO_SECRET, shop_domain: WOO_SHOP });
+    expect(reply.statusCode, reply.body).toBe(201);
+    return reply.json().id as string;
+  }
+
+  /** A body as WooCommerce posts it: signed, with its topic and a delivery id of its own. */
+  async function deliver(integrationId: string, topic: string, body: object) {
+    const bytes = Buffer.from(JSON.stringify(body));
+    const [resource, event] = topic.split('.');
+    const reply = await h().request({
+      method: 'POST',
+      url: `/ecom/woocommerce/${integrationId}`,
+      headers: {
+        'content-type': 'application/json',
+        'x-wc-webhook-topic': topic,
+        'x-wc-webhook-resource': resource!,
+        'x-wc-webhook-event': event!,
+        'x-wc-webhook-signature': createHmac('sha256', WOO_SECRET).update(bytes).digest('base64'),
+        'x-wc-webhook-delivery-id': `delivery-${Math.random().toString(36).slice(2)}`,
+        'x-wc-webhook-source': `https://${WOO_SHOP}/`,
+      },
+      payload: bytes,
+    });
+    expect(reply.json(), reply.body).toMatchObject({ status: 'processed', topic });
+  }
+
+  const contactOf = async (ws: TestWorkspace, email: string) => (await api(ws, 'GET', `/contacts?email=${encodeURIComponent(email)}`)).json().data[0];
+  const consentOf = async (ws: TestWorkspace, id: string) =>
+    (await api(ws, 'GET', `/contacts/${id}/consent`)).json().data.map((c: Record<string, unknown>) => [c.status, c.origin, c.at]);
+  const orderOf = async (ws: TestWorkspace, externalId: string) => (await api(ws, 'GET', `/ecommerce/orders?external_id=${externalId}`)).json().data[0];
+
+  it('a plugin\'s opt-in on an order subscribes a contact emk already knew, at the checkout, and the items keep their decoded names', async () => {
+    const ws = await h().workspace();
+    const id = await connected(ws);
+    // The storefront identified Emma before she checked out (emk.js's setCustomer): a known contact, non_subscribed.
+    const identified = await h().request({ method: 'POST', url: '/collect/identify', json: { site_id: ws.siteId, email: 'emma.weber@example.net', anonymous_id: 'anon-emma' } });
+    expect(identified.statusCode, identified.body).toBe(200);
+    const emma = identified.json().contact_id as string;
+    expect(await contactOf(ws, 'emma.weber@example.net')).toMatchObject({ id: emma, subscription_status: 'non_subscribed' });
+
+    await deliver(id, 'order.created', fixture(`${EXTRA}order-created.json`));
+    expect(await contactOf(ws, 'emma.weber@example.net')).toMatchObject({ id: emma, subscription_status: 'subscribed' });
+    expect((await consentOf(ws, emma)).at(-1)).toEqual(['subscribed', 'woocommerce', '2026-03-10T09:41:27.000Z']);
+    expect((await orderOf(ws, '5101')).items.map((item: { title: string }) => item.title)).toEqual(ORDER_5101_ITEMS.map((item) => item.title));
+
+    // She unsubscribes in emk afterwards; the order's later snapshots repeat the checkout's opt-in, which is older.
+    expect((await api(ws, 'PATCH', `/contacts/${emma}`, { subscription_status: 'unsubscribed' })).statusCode).toBe(200);
+    await deliver(id, 'order.updated', { ...fixture(`${EXTRA}order-created.json`), status: 'completed', date_modified_gmt: '2026-03-12T08:00:00' });
+    expect(await orderOf(ws, '5101')).toMatchObject({ status: 'completed' });
+    expect(await contactOf(ws, 'emma.weber@example.net')).toMatchObject({ subscription_status: 'unsubscribed' });
+  });
+
+  it('an unticked box is no opt-out: a subscribed contact stays subscribed, a new one is non_subscribed', async () => {
+    const ws = await h().workspace();
+    const id = await connected(ws);
+    const emma = await contact(ws, 'subscribed', {}, 'emma.weber@example.net');
+    const before = await consentOf(ws, emma);
+    const unticked = order5101With([{ key: 'mailchimp_woocommerce_is_subscribed', value: '0' }]);
+    await deliver(id, 'order.created', unticked);
+    expect(await orderOf(ws, '5101')).toMatchObject({ contact_id: emma });
+    expect(await contactOf(ws, 'emma.weber@example.net')).toMatchObject({ subscription_status: 'subscribed' });
+    expect(await consentOf(ws, emma)).toEqual(before);
+
+    await deliver(id, 'order.created', { ...unticked, id: 5102, number: '5102', billing: { ...(fixture(`${EXTRA}order-created.json`).billing as object), email: 'new.buyer@example.net' } });
+    expect(await orderOf(ws, '5102')).toBeDefined();
+    expect(await contactOf(ws, 'new.buyer@example.net')).toMatchObject({ subscription_status: 'non_subscribed' });
+  });
+
+  it('the gift box\'s name and categories reach the catalog decoded', async () => {
+    const ws = await h().workspace();
+    const id = await connected(ws);
+    await deliver(id, 'product.created', fixture(`${EXTRA}product-created.json`));
+    const product = (await api(ws, 'GET', '/ecommerce/products?external_id=140')).json().data[0];
+    expect(product).toMatchObject({ title: 'Tea & Biscuits Gift Box', categories: ['Food & Drink', 'Tea & Coffee'] });
   });
 });

@@ -1,4 +1,4 @@
-import { DAY_MS, isPlatformOperation, type Burst, type OrderEventType, type Operation, type SubscriptionStatus, type SyncRow, type WebhookOrder } from './operations.js';
+import { DAY_MS, isPlatformOperation, type Burst, type OrderEventType, type Operation, type Platform, type SubscriptionStatus, type SyncRow, type WebhookOrder } from './operations.js';
 import { PlatformShops } from './platform-shops.js';
 import { seededRandom, type Random } from './random.js';
 import { FLOWS, ReferenceModel, deliveredConsent, emailKey } from './reference-model.js';
@@ -56,6 +56,21 @@ const FALLBACKS: Partial<Record<Draw, Draw>> = {
   platformLate: 'shopifyOrder',
   platformRetry: 'wooOrder',
 };
+
+/** What a shop's draw is named for: the shop may send a delivery it had held in its place. */
+const SHOP_DRAWS: Partial<Record<Draw, { kind: Operation['kind']; platform: Platform }>> = {
+  shopifyOrder: { kind: 'platform-order', platform: 'shopify' },
+  wooOrder: { kind: 'platform-order', platform: 'woocommerce' },
+  shopifyCustomer: { kind: 'platform-customer', platform: 'shopify' },
+  wooCustomer: { kind: 'platform-customer', platform: 'woocommerce' },
+};
+const drawnAsNamed = (draw: Draw, op: Operation) => {
+  const named = SHOP_DRAWS[draw];
+  return named === undefined || (op.kind === named.kind && 'platform' in op && op.platform === named.platform);
+};
+
+/** The draws of website webhook order events: once sent, a later burst may send them again (a retry). */
+const WEBHOOK_EVENT_DRAWS = new Set<Draw>(['placed', 'fulfilled', 'cancelled', 'refunded']);
 
 /**
  * The opening: every kind is drawn early in every run, so the short runs of `npm test` meet each one (a drift in
@@ -168,7 +183,7 @@ interface GeneratorState {
   /** The model as of the burst being drawn (bursts are applied to it as they are made). */
   model: ReferenceModel;
   counters: { email: number; order: number; event: number; anonymous: number; campaign: number };
-  /** Recent webhook order requests, for retries in later bursts. */
+  /** Recent webhook order requests sent, for retries in later bursts. */
   webhookHistory: Operation[];
   /** Rows of earlier syncs, for re-runs (with corrections). */
   syncFiles: SyncRow[][];
@@ -205,7 +220,11 @@ function burstOperations(state: GeneratorState, size: number): Operation[] {
       continue;
     }
     for (const [resource, exclusive] of claimed) claims.set(resource, (claims.get(resource) ?? false) || exclusive);
-    state.undrawn.delete(draw);
+    if (drawnAsNamed(draw, op)) state.undrawn.delete(draw);
+    if (WEBHOOK_EVENT_DRAWS.has(draw)) {
+      state.webhookHistory.push(op);
+      if (state.webhookHistory.length > 50) state.webhookHistory.shift();
+    }
     operations.push(op);
     if (isPlatformOperation(op)) state.shops.accepted(op);
     // A concurrent retry of the very same request: the copies must converge whatever the order.
@@ -436,10 +455,7 @@ function operationOf(state: GeneratorState, draw: Draw): Operation | null {
     case 'cancelled':
     case 'refunded': {
       const eventType = ({ placed: 'order_placed', fulfilled: 'fulfilled_order', cancelled: 'cancelled_order', refunded: 'refunded_order' } as const)[draw];
-      const op = webhookOrder(state, eventType, { email: email(state) });
-      state.webhookHistory.push(op);
-      if (state.webhookHistory.length > 50) state.webhookHistory.shift();
-      return op;
+      return webhookOrder(state, eventType, { email: email(state) });
     }
     case 'retry':
       return state.webhookHistory.length > 0 ? random.pick(state.webhookHistory) : null;

@@ -35,6 +35,8 @@ export interface ConsoleOverview {
   orders: Recent;
   /** Net revenue credited to campaigns and flows over the last 30 days, per currency (GET /reports/revenue summed). */
   revenue: Array<{ currency: string; orders: number; revenue: number }>;
+  /** Net revenue of every order of the last 30 days, per currency, with a contact or without one (GET /reports/revenue `total`). */
+  sales: Array<{ currency: string; orders: number; revenue: number }>;
   /** The server's queues (every workspace's): jobs by state, and the trigger outbox. */
   jobs: { ready: number; running: number; failed: number };
   outbox: { pending: number; lag_seconds: number };
@@ -140,6 +142,7 @@ export function createConsoleService(deps: {
         events: { today: eventsToday, days30: events30 },
         orders: { today: ordersToday, days30: orders30 },
         revenue: [...byCurrency.values()].sort((a, b) => b.revenue - a.revenue),
+        sales: revenue.total,
         jobs: { ready: sum('ready'), running: sum('running'), failed: sum('failed') },
         outbox: queues.outbox,
       };

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../db/database.js';
 import type { Dialect } from '../db/dialect/dialect.js';
 import type { ContactlessOrders } from '../orders/contactless-orders.js';
-import { customerRef, identitiesOf, identityKey, identityOfRef, phoneKey, type BuyerIdentity, type Identity } from './contact-identity.js';
+import { customerRef, identitiesOf, identityKey, identityOfRef, phoneKey, type BuyerIdentity, type Identity, type IdentityKind } from './contact-identity.js';
 import { createContactIdentityStore, type IdentityRow } from './contact-identity-store.js';
 
 /** A write of a contact's properties, as the contacts' writes report it. */
@@ -68,9 +68,9 @@ export function createContactIdentityService(deps: { dialect: Dialect; contactle
 
     /**
      * The contact of each buyer without an email: the one holding its platform customer id, else its phone
-     * number; null when none does.
+     * number (`by` says which); null when none does.
      */
-    async contactsOf(db: Db, workspaceId: string, buyers: BuyerIdentity[]): Promise<Array<string | null>> {
+    async contactsOf(db: Db, workspaceId: string, buyers: BuyerIdentity[]): Promise<Array<{ contactId: string; by: IdentityKind } | null>> {
       const named = buyers.map((buyer) => {
         const phone = phoneKey(buyer.phone);
         return [buyer.customerRef === null ? null : identityOfRef(buyer.customerRef), phone === null ? null : ({ kind: 'phone', value: phone } as Identity)];
@@ -81,7 +81,7 @@ export function createContactIdentityService(deps: { dialect: Dialect; contactle
       return named.map((identities) => {
         for (const identity of identities) {
           const holder = identity === null ? undefined : holders.get(identityKey(workspaceId, identity));
-          if (holder !== undefined) return holder;
+          if (holder !== undefined) return { contactId: holder, by: identity!.kind };
         }
         return null;
       });

@@ -18,6 +18,8 @@ export function createOrderLookup(dialect: Dialect) {
     attributedByDay: (db: Db, workspaceId: string, to: { campaignId: string } | { flowId: string }, since: number) => store.attributedByDay(db, workspaceId, to, since),
     revenueByVariant: (db: Db, workspaceId: string, campaignId: string) => store.revenueByVariant(db, workspaceId, campaignId),
     revenueByAttribution: (db: Db, workspaceId: string, from: number, to: number) => store.revenueByAttribution(db, workspaceId, from, to),
+    /** Every order's net revenue per currency, contact or not (the revenue report's store-wide total). */
+    revenueByCurrency: (db: Db, workspaceId: string, from: number, to: number) => store.revenueByCurrency(db, workspaceId, from, to),
   };
 }
 

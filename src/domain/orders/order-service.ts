@@ -14,16 +14,25 @@ import { parseInput, rowField } from '../shared/validate.js';
 import type { TriggerOutbox } from '../triggers/trigger-outbox.js';
 import {
   createOrderSchema,
+  exportOrderSchema,
   MAX_SYNC_ORDERS,
   orderListQuerySchema,
   syncOrderSchema,
   toOrderItem,
+  type ExportOrderInput,
   type Order,
-  type SyncOrderInput,
 } from './order.schema.js';
 import { createOrderStore } from './order-store.js';
 import { orderPlacedFact, orderRow, salesOf, type OrderChange, type OrderUpsert } from './order-upsert.js';
 import type { TableGrowth } from '../db/table-growth.js';
+import type { ContactIdentityService } from '../contact-identities/contact-identity-service.js';
+
+export interface SyncOptions {
+  /** Write nothing; count what would be written. */
+  dryRun?: boolean;
+  /** Rows of a shop platform's export: a row may have no email (exportOrderSchema). */
+  platformExport?: boolean;
+}
 
 export interface SyncResult {
   inserted: number;
@@ -46,41 +55,43 @@ export function createOrderService(deps: {
   activity: ProductActivity;
   /** A plain insert reports its order (planner statistics on PostgreSQL; the upsert reports its own). */
   tableGrowth: TableGrowth;
+  /** The contact of a platform export's row without an email, by its phone. */
+  identities: Pick<ContactIdentityService, 'contactsOf'>;
 }) {
-  const { knex, reader, writer, writeTransaction, contactLookup, ensureContacts, upsert, outbox, activity, tableGrowth } = deps;
+  const { knex, reader, writer, writeTransaction, contactLookup, ensureContacts, upsert, outbox, activity, tableGrowth, identities } = deps;
   const orderStore = createOrderStore(deps.dialect);
 
   /** Writes valid sync rows in the caller's transaction; counts and row errors go into `result`. */
-  async function syncRows(trx: Knex.Transaction, workspaceId: string, valid: Array<{ index: number; input: SyncOrderInput }>, result: SyncResult) {
+  async function syncRows(trx: Knex.Transaction, workspaceId: string, valid: Array<{ index: number; input: ExportOrderInput }>, result: SyncResult) {
     const owners = await ensureContacts(
       trx,
-      valid.map(({ input }) => ({
-        workspaceId,
-        email: input.email,
-        properties: {},
-        subscriptionStatus: 'non_subscribed' as const,
-        source: 'sync',
-      })),
+      valid.flatMap(({ input }) =>
+        input.email === undefined ? [] : [{ workspaceId, email: input.email, properties: {}, subscriptionStatus: 'non_subscribed' as const, source: 'sync' }],
+      ),
       { lock: false },
     );
+    // A platform export's row without an email (a point-of-sale sale): the contact of its phone, else none.
+    const withoutEmail = valid.filter(({ input }) => input.email === undefined);
+    const found = await identities.contactsOf(trx, workspaceId, withoutEmail.map(({ input }) => ({ customerRef: null, phone: input.phone ?? null })));
+    const byPhone = new Map(withoutEmail.map(({ index }, k) => [index, found[k]?.contactId ?? null]));
     const now = Date.now();
     const changes: OrderChange[] = [];
     const positions: number[] = [];
     for (const { index, input } of valid) {
-      const owner = owners.get(contactKey(workspaceId, input.email));
-      if (!owner) {
+      const owner = input.email === undefined ? null : owners.get(contactKey(workspaceId, input.email));
+      if (owner === undefined) {
         result.errors.push({ index, external_id: input.external_id, error: 'contact limit reached' });
         continue;
       }
       positions.push(index);
       changes.push({
         workspaceId,
-        contactId: owner.row.id,
+        contactId: owner?.row.id ?? byPhone.get(index) ?? null,
         upsertKey: input.external_id,
         origin: 'sync',
         platform: input.platform ?? 'sync',
         integrationId: null,
-        ownerCreated: owner.created,
+        ownerCreated: owner?.created ?? false,
         kind: 'sync',
         fields: {
           order_number: input.order_number,
@@ -104,9 +115,10 @@ export function createOrderService(deps: {
     });
   }
 
-  function syncChunk(workspaceId: string, rows: unknown[], dryRun: boolean): Promise<SyncResult> {
+  function syncChunk(workspaceId: string, rows: unknown[], options: SyncOptions): Promise<SyncResult> {
+    const dryRun = options.dryRun === true;
     return writeRowBatch({
-      schema: syncOrderSchema,
+      schema: options.platformExport ? exportOrderSchema : syncOrderSchema,
       listName: 'orders',
       rows,
       errorFor: (index, raw, error) => ({ index, external_id: rowField(raw, 'external_id'), error }),
@@ -168,15 +180,16 @@ export function createOrderService(deps: {
      * Historical order sync (the API's and `emk sync-orders`'): up to 1000 orders, upserted by external_id so
      * re-running never double counts, attributed from each order's real ordered_at. Unseen emails create
      * contacts (`non_subscribed`, source `sync`). Unchanged orders count as skipped. With `dryRun` nothing is
-     * written and the counts say what would be.
+     * written and the counts say what would be. With `platformExport`, a row without an email goes to the contact
+     * of its phone, else is kept without a contact.
      */
-    async sync(workspaceId: string, body: unknown, options: { dryRun?: boolean } = {}): Promise<SyncResult> {
+    async sync(workspaceId: string, body: unknown, options: SyncOptions = {}): Promise<SyncResult> {
       const list = (body as { orders?: unknown } | null)?.orders;
       if (!Array.isArray(list)) throw new ValidationError('invalid request: orders must be an array');
       if (list.length > MAX_SYNC_ORDERS) {
         throw new ValidationError(`invalid request: orders must hold at most ${MAX_SYNC_ORDERS} orders`);
       }
-      return syncChunk(workspaceId, list, options.dryRun === true);
+      return syncChunk(workspaceId, list, options);
     },
 
     async get(workspaceId: string, id: string): Promise<Order> {

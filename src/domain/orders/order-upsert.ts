@@ -172,7 +172,7 @@ const sameItems = (a: OrderItem[], b: OrderItem[]) => JSON.stringify(a) === JSON
 
 /**
  * When a change says the order was cancelled; undefined when it does not. A sync row's and a snapshot's own time
- * (the platform's), else when the change arrived (the website's `order_cancelled`).
+ * (the platform's), else when the change arrived (the website webhook's `cancelled_order`).
  */
 const cancellationOf = (change: OrderChange): number | undefined =>
   change.kind === 'cancelled' ? change.at

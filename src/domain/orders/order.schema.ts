@@ -73,6 +73,14 @@ export const syncOrderSchema = z.object({
 });
 export type SyncOrderInput = z.infer<typeof syncOrderSchema>;
 
+/**
+ * A row of a shop platform's orders export (`emk sync-orders --format shopify`): a sync row whose buyer may have
+ * given no email (a point-of-sale or phone order), with the phone its contact is found by (docs/platforms/README.md,
+ * Orders without an email). The API's sync keeps requiring an email.
+ */
+export const exportOrderSchema = syncOrderSchema.extend({ email: emailSchema.optional(), phone: looseText(64).optional() });
+export type ExportOrderInput = z.infer<typeof exportOrderSchema>;
+
 export const MAX_SYNC_ORDERS = 1000;
 
 export const orderListQuerySchema = z.object({

@@ -1,6 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { CartChange, CartService } from '../carts/cart-service.js';
+import type { ContactIdentityService } from '../contact-identities/contact-identity-service.js';
+import { CUSTOMER_ID_PROPERTIES, customerRefOf } from '../contact-identities/contact-identity.js';
 import { contactKey, type ContactLookup } from '../contacts/contact-lookup.js';
 import type { ContactService } from '../contacts/contact-service.js';
 import type { DataRightsService } from '../data-rights/data-rights-service.js';
@@ -68,6 +70,7 @@ export interface PlatformWebhookDeps {
   contacts: Pick<ContactService, 'writeContacts' | 'applyPlatformConsent'>;
   contactLookup: Pick<ContactLookup, 'idsByEmails'>;
   identityTokens: Pick<IdentityTokenService, 'resolve'>;
+  contactIdentities: Pick<ContactIdentityService, 'contactsOf'>;
   orderUpsert: OrderUpsert;
   carts: Pick<CartService, 'applyCartChanges' | 'deleteOfIntegration'>;
   shipments: Pick<ShipmentService, 'recordShipments'>;
@@ -146,7 +149,27 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
     return named ? { contactId: named.contactId, created: false } : null;
   }
 
-  const orderChange = (delivery: Delivery, fields: Pick<OrderChange, 'contactId' | 'upsertKey' | 'ownerCreated' | 'snapshot' | 'fields'>): OrderChange => ({
+  /**
+   * The owner of an order (docs/platforms/README.md, Orders without an email): as a cart's; else, for a buyer who
+   * gave no email, the contact holding its platform customer id, else its phone number's. `customerRef`: the
+   * platform's customer of the order; `holdsRef`: the owner is that customer's contact (found by its id, or
+   * written with it by this delivery), whom an order kept without a contact joins.
+   */
+  async function orderOwnerOf(trx: Knex.Transaction, delivery: Delivery, change: Applied<'order'>['change'], customers: Map<PlatformCustomer, { contactId: string; created: boolean }>) {
+    const { platform, workspaceId } = delivery.integration;
+    const customerRef = change.customer
+      ? customerRefOf(platform, change.customer.properties[CUSTOMER_ID_PROPERTIES[platform]])
+      : customerRefOf(platform, change.buyer?.customerId);
+    const owner = await ownerOf(trx, delivery, change.customer, change.identityToken, customers);
+    if (owner || change.customer || !change.buyer) return { owner, customerRef, holdsRef: owner !== null && change.customer !== null && customerRef !== null };
+    const [found] = await deps.contactIdentities.contactsOf(trx, workspaceId, [{ customerRef, phone: change.buyer.phone }]);
+    return { owner: found ? { contactId: found.contactId, created: false } : null, customerRef, holdsRef: found?.by === platform };
+  }
+
+  const orderChange = (
+    delivery: Delivery,
+    fields: Pick<OrderChange, 'contactId' | 'upsertKey' | 'ownerCreated' | 'snapshot' | 'fields' | 'customerRef' | 'ownerHoldsRef'>,
+  ): OrderChange => ({
     workspaceId: delivery.integration.workspaceId,
     origin: 'webhook',
     platform: delivery.integration.platform,
@@ -178,18 +201,21 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
     for (const { delivery, change } of changes) {
       if (change.kind === 'order') {
         const { order } = change;
-        const owner = await ownerOf(trx, delivery, change.customer, change.identityToken, customers);
+        const { owner, customerRef, holdsRef } = await orderOwnerOf(trx, delivery, change, customers);
         orderChanges.push(
           orderChange(delivery, {
-            // Without an owner no new order is stored (docs/api/webhook.md, rule 5); a stored one is still updated.
-            contactId: owner?.contactId ?? '',
+            // A buyer without an email that no contact is known for: the order is kept without a contact. One with
+            // an email the workspace's contact limit refuses stores no new order (docs/api/webhook.md, rule 5).
+            contactId: owner?.contactId ?? null,
+            customerRef,
+            ownerHoldsRef: holdsRef,
             upsertKey: order.externalId,
             ownerCreated: owner?.created ?? false,
             snapshot: {
               refunds: order.refunds,
               cancelledAt: order.cancelled ? (order.cancelledAt ?? delivery.at) : null,
               updatedAt: order.updatedAt,
-              storesNew: change.placed && owner !== null,
+              storesNew: change.placed && (owner !== null || change.customer === null),
             },
             fields: {
               order_number: order.orderNumber,
@@ -207,7 +233,7 @@ export function createPlatformWebhookService(deps: PlatformWebhookDeps) {
         // Refunds or a cancellation alone: they update a stored order and never store a new one (no owner needed).
         orderChanges.push(
           orderChange(delivery, {
-            contactId: '',
+            contactId: null,
             upsertKey: change.orderExternalId,
             ownerCreated: false,
             snapshot: {

@@ -1,4 +1,5 @@
 import type { CartService } from '../carts/cart-service.js';
+import type { ContactIdentityService } from '../contact-identities/contact-identity-service.js';
 import type { ContactLookup } from '../contacts/contact-lookup.js';
 import type { ContactService } from '../contacts/contact-service.js';
 import type { EventRecords } from '../events/event-records.js';
@@ -29,6 +30,7 @@ export function createPlatformsModule(
     eventRecords: EventRecords;
     events: EventService;
     identityTokens: IdentityTokenService;
+    contactIdentities: ContactIdentityService;
     orderUpsert: OrderUpsert;
     carts: CartService;
     products: ProductService;

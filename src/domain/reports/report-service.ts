@@ -14,19 +14,20 @@ import {
   revenueQuerySchema,
   type DeliverabilityReport,
   type DeliverabilityRow,
+  type RevenueReport,
   type RevenueRow,
 } from './report.schema.js';
 
 /**
  * The revenue report (GET /reports/revenue, `emk report revenue`): orders credited to each campaign and flow,
- * net of cancellations and refunds, per currency, biggest first. The deliverability report (GET
+ * net of cancellations and refunds, per currency, biggest first, beside the store's total of every order. The deliverability report (GET
  * /reports/deliverability, `emk report deliverability`): what became of each campaign's and flow's recent
  * messages, with the rates above the mailbox providers' thresholds flagged. Campaign and flow reports live with
  * their nouns.
  */
 export function createReportService(deps: {
   reader: Reader;
-  orders: Pick<OrderLookup, 'revenueByAttribution'>;
+  orders: Pick<OrderLookup, 'revenueByAttribution' | 'revenueByCurrency'>;
   campaigns: Pick<CampaignService, 'names'>;
   flows: Pick<FlowService, 'names'>;
   messages: Pick<MessageService, 'deliverability'>;
@@ -35,11 +36,14 @@ export function createReportService(deps: {
   const { reader, orders, campaigns, flows } = deps;
   const clock = deps.clock ?? systemClock;
   return {
-    async revenue(workspaceId: string, query: unknown = {}): Promise<{ data: RevenueRow[] }> {
+    async revenue(workspaceId: string, query: unknown = {}): Promise<RevenueReport> {
       const input = parseInput(revenueQuerySchema, query ?? {});
       const window = defaultRevenueWindow(clock());
       const db = reader();
-      const rows = await orders.revenueByAttribution(db, workspaceId, input.from ?? window.from, input.to ?? window.to);
+      const [from, to] = [input.from ?? window.from, input.to ?? window.to];
+      const rows = await orders.revenueByAttribution(db, workspaceId, from, to);
+      // The store's own revenue: orders without a contact (a point-of-sale sale) are in it, never in `data`.
+      const total = await orders.revenueByCurrency(db, workspaceId, from, to);
       const names = await campaigns.names(db, workspaceId, rows.flatMap((r) => (r.campaign_id ? [r.campaign_id] : [])));
       const flowNames = await flows.names(db, workspaceId, rows.flatMap((r) => (r.flow_id ? [r.flow_id] : [])));
       const data = rows.map(({ campaign_id, flow_id, currency, orders, revenue }): RevenueRow => ({
@@ -49,7 +53,8 @@ export function createReportService(deps: {
         revenue,
         currency,
       }));
-      return { data: data.sort((a, b) => b.revenue - a.revenue || a.currency.localeCompare(b.currency)) };
+      const biggestFirst = (a: { revenue: number; currency: string }, b: { revenue: number; currency: string }) => b.revenue - a.revenue || a.currency.localeCompare(b.currency);
+      return { data: data.sort(biggestFirst), total: total.sort(biggestFirst) };
     },
 
     /**

@@ -35,6 +35,18 @@ export interface RevenueRow {
   currency: string;
 }
 
+/** The store's own revenue in one currency: every order placed in the period, contact or not, attributed or not. */
+export interface RevenueTotal {
+  currency: string;
+  orders: number;
+  revenue: number;
+}
+
+export interface RevenueReport {
+  data: RevenueRow[];
+  total: RevenueTotal[];
+}
+
 export const revenueReportSchema = z.object({
   data: z.array(
     z.object({
@@ -46,7 +58,10 @@ export const revenueReportSchema = z.object({
       currency: z.string(),
     }),
   ),
-});
+  total: z
+    .array(z.object({ currency: z.string(), orders: z.number().int(), revenue: z.number() }))
+    .describe('Every order placed in the period, per currency, net of cancellations and refunds: attributed or not, with a contact or without one'),
+}) satisfies z.ZodType<RevenueReport>;
 
 /** GET /reports/deliverability, `emk report deliverability`: the campaign and flow messages of the last `days` days. */
 export const deliverabilityQuerySchema = z.object({

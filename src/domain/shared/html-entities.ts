@@ -3,9 +3,10 @@
  * variation and category names): `&amp;`, `&ndash;`, `&#8211;`, `&#x2013;`, `&#039;`.
  *
  * Not the whole HTML table (2,231 names): WordPress writes the numeric form itself (wptexturize's `&#8211;`,
- * `&#8217;`, `&#215;`…; esc_html's `&#039;`), its kses and esc_html use the five XML names, and what a shop
- * types or PHP's htmlentities() writes comes from HTML 4's table, which is here whole but for its Greek letters
- * and mathematical signs. A name not listed, or a number that is no Unicode scalar value, stays as written.
+ * `&#8217;`, `&#215;`…; esc_html's `&#039;`), kses and esc_html use the five markup names, and what a shop types
+ * or PHP's htmlentities() writes for Latin text comes from HTML 4's Latin-1 names and its punctuation, all here.
+ * A name not listed (HTML 4's Greek letters and most mathematical signs, HTML5's additions), or a number that is
+ * no Unicode scalar value, stays as written.
  */
 
 /** HTML 4's Latin-1 names, U+00A0 to U+00FF in order (`&nbsp;` … `&yuml;`). */

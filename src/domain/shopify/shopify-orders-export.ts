@@ -35,6 +35,8 @@ function orderOf(rows: ExportRow[]): ExportRecord {
     line,
     record: givenFields({
       email: field('Email'),
+      // A point-of-sale sale has no email: its contact is found by phone (docs/platforms/README.md, Orders without an email).
+      phone: field('Phone') ?? field('Billing Phone'),
       external_id: id,
       order_number: name,
       total_amount: field('Total'),

@@ -200,9 +200,9 @@ const TICKED = new Set(['1', 'true', 'yes']);
 
 /**
  * The opt-ins a shopper gave through a checkbox, as plugins keep them in `meta_data`, and the values that mean
- * ticked (docs/platforms/woocommerce.md#consent-from-plugins). Only a box the shopper ticked: Kit's `ckwc_opt_in`
- * is not here (it is "yes" on every order when the shop hides Kit's box), nor are Klaviyo and MailPoet, which keep
- * the opt-in on their own side and write none on the order.
+ * ticked (docs/platforms/woocommerce.md#consent-from-plugins). Only a box the shopper saw: Kit's `ckwc_opt_in` and
+ * MailerLite's `_woo_ml_subscribe` are not here (both are set on every order when the shop hides the box), nor
+ * are Klaviyo and MailPoet, which keep the opt-in on their own side and write none on the order.
  */
 const OPT_IN_META = new Map<string, ReadonlySet<string>>([
   // emk's own keys, for a shop's own checkbox.
@@ -210,8 +210,6 @@ const OPT_IN_META = new Map<string, ReadonlySet<string>>([
   ['_emk_subscribed', new Set(['yes'])],
   // Mailchimp for WooCommerce: the checkout box (classic and block checkout) on the order, the account's choice on the customer.
   ['mailchimp_woocommerce_is_subscribed', TICKED],
-  // MailerLite for WooCommerce: written only when its checkout box was ticked.
-  ['_woo_ml_subscribe', TICKED],
   // Omnisend: "checkout" when its checkout box was ticked.
   ['marketing_opt_in_consent', new Set(['checkout'])],
   // Kit's box as a block checkout field (`ckwc/opt-in`), which WooCommerce stores under its group's prefix.

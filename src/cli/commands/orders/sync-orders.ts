@@ -48,7 +48,7 @@ export function syncOrdersCommand(): Command {
         const rows = (meter: ByteMeter) => (format === 'shopify' ? shopifyOrdersExport(readCsvRows(file, meter)) : readRecords(file, meter));
         const label = dryRun ? 'checking orders in' : 'syncing orders from';
         const { summary } = await runBatchFile(context, { ...options, label, rows }, async (records) => {
-          const result = await services.orders.sync(workspace.id, { orders: records }, { dryRun });
+          const result = await services.orders.sync(workspace.id, { orders: records }, { dryRun, platformExport: format === 'shopify' });
           return { counts: { inserted: result.inserted, updated: result.updated, skipped: result.skipped }, errors: result.errors };
         });
         return {

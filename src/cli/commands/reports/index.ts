@@ -16,7 +16,7 @@ const money = (value: number) => value.toFixed(2);
 function revenueCommand(): Command {
   return withGlobalOptions(
     new Command('revenue')
-      .description('net revenue credited to each campaign and flow')
+      .description('net revenue credited to each campaign and flow, and the store\'s total')
       .option('--from <time>', 'orders placed from (RFC 3339 or YYYY-MM-DD; default 30 days ago)')
       .option('--to <time>', 'orders placed before (default now)'),
   ).action((options: RevenueOptions) =>
@@ -27,10 +27,12 @@ function revenueCommand(): Command {
         const workspace = await context.workspace();
         return services.reports.revenue(workspace.id, { ...(options.from ? { from: options.from } : {}), ...(options.to ? { to: options.to } : {}) });
       },
-      ({ data }) => {
-        if (data.length === 0) return 'no attributed revenue in this period';
+      ({ data, total }) => {
+        // The store's own revenue (every order, with a contact or without one) below what campaigns and flows earned.
+        const all = total.map((t) => `all orders: ${plural(t.orders, 'order')}, ${money(t.revenue)} ${t.currency}`);
         const rows = data.map((r) => [r.campaign_id ? 'campaign' : 'flow', r.name ?? r.campaign_id ?? r.flow_id ?? '', String(r.orders), money(r.revenue), r.currency]);
-        return table(['source', 'name', 'orders', 'revenue', 'currency'], rows, [2, 3]);
+        const attributed = data.length === 0 ? 'no attributed revenue in this period' : table(['source', 'name', 'orders', 'revenue', 'currency'], rows, [2, 3]);
+        return [attributed, ...all].join('\n');
       },
     ),
   );

@@ -217,7 +217,7 @@ async function loadFixtures(
   const anchor = await anchorOf(services, workspaceId, set.orders === undefined ? undefined : rows('orders', set.orders)());
   if (set.orders) {
     await loadRows(context, set.orders, rows('orders', set.orders), (records) =>
-      services.orders.sync(workspaceId, { orders: records.map((r) => atOffset(r, 'ordered_at', anchor)) }),
+      services.orders.sync(workspaceId, { orders: records.map((r) => atOffset(r, 'ordered_at', anchor)) }, { platformExport: set.platform !== undefined }),
     );
   }
   if (set.events) {

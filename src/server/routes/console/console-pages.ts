@@ -85,6 +85,8 @@ export function overviewPage(viewer: Viewer, o: ConsoleOverview): string {
     o.revenue.length === 0
       ? [card('revenue', 'Attributed revenue, 30 days', 0)]
       : o.revenue.map((r) => html`<div class="card" data-currency="${r.currency}"><small>Attributed revenue, 30 days (${r.currency})</small><b>${metric('revenue', r.revenue)}</b><small>${metric('attributed_orders', r.orders)} ${r.orders === 1 ? 'order' : 'orders'}</small></div>`);
+  // Every order's revenue, those without a contact (a point-of-sale sale) included.
+  const sales = o.sales.map((r) => html`<div class="card" data-currency="${r.currency}"><small>Sales, 30 days (${r.currency})</small><b>${metric('sales', r.revenue)}</b><small>${metric('sales_orders', r.orders)} ${r.orders === 1 ? 'order' : 'orders'}</small></div>`);
   return layout(
     viewer,
     '/console',
@@ -93,7 +95,7 @@ export function overviewPage(viewer: Viewer, o: ConsoleOverview): string {
 ${card('contacts', 'Contacts', o.contacts)}${card('subscribed', 'Subscribed', o.subscribed)}
 ${card('events_today', 'Events today', o.events.today)}${card('events_30d', 'Events, 30 days', o.events.days30)}
 ${card('orders_today', 'Orders today', o.orders.today)}${card('orders_30d', 'Orders, 30 days', o.orders.days30)}
-${revenue}</div>
+${sales}${revenue}</div>
 <h2>Server queues</h2><div class="cards">
 ${card('jobs_ready', 'Jobs waiting', o.jobs.ready)}${card('jobs_running', 'Jobs running', o.jobs.running)}${card('jobs_failed', 'Jobs failed', o.jobs.failed)}
 ${card('outbox_pending', 'Outbox facts waiting', o.outbox.pending)}${card('outbox_lag_seconds', 'Outbox lag (s)', Math.round(o.outbox.lag_seconds))}</div>

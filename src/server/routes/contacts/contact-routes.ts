@@ -107,7 +107,7 @@ export function contactRoutes(services: Services) {
       {
         schema: describeRoute({
           ...contacts,
-          summary: 'Everything kept about the person: the contact, all its events, orders, messages and consent history',
+          summary: 'Everything kept about the person: the contact, all its events, orders, carts, messages and consent history',
           params: idParams,
           replies: { 200: contactExportSchema },
           errors: [401, 404],
