@@ -219,6 +219,20 @@ describeEachDatabase('orders without an email', (h, dialect) => {
     expect(await orderCount(ws)).toBe(2);
   });
 
+  it('a customers import naming the customer id joins the orders kept for that customer', async () => {
+    const ws = await h().workspace();
+    const id = await integration(ws, 'shopify');
+    await shopify(id, 'orders/create', PHONE_CUSTOMER);
+    // A row of Shopify's customers export (`emk contacts import --format shopify` reads `Customer ID` into this).
+    const imported = await h().services.contacts.importContacts(ws.id, [
+      { email: JONAS.email, subscription_status: 'non_subscribed', properties: { shopify_customer_id: '7012345679999' } },
+    ]);
+    expect(imported).toEqual({ created: 1, updated: 0, errors: [] });
+    const jonas = (await contactOf(ws, JONAS.email))!;
+    expect(jonas).toMatchObject({ lifetime_revenue: 96.12, orders_count: 1 });
+    expect(await orderOf(ws, '5801234567901')).toMatchObject({ contact_id: jonas.id });
+  });
+
   it('an order the export kept without a contact joins its customer\'s contact when a later snapshot of it names that customer', async () => {
     const ws = await h().workspace();
     const id = await integration(ws, 'shopify');

@@ -81,8 +81,8 @@ const OPENING = (Object.keys(WEIGHTS) as Draw[]).filter((draw) => draw !== 'cont
 
 /**
  * The CLI's turns (a process is slow to start, so they are few), in this order: a sync file and an events file as
- * they come, then one of each whose every row is refused, so every run meets both exit codes of an import
- * (docs/cli.md).
+ * they come, each with a row that is taken, then one of each whose every row is refused, so every run meets both
+ * exit codes of an import (docs/cli.md).
  */
 const CLI_TURNS = ['sync', 'events', 'sync refused', 'events refused'] as const;
 type CliTurn = (typeof CLI_TURNS)[number];

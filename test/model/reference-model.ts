@@ -37,15 +37,19 @@ export const consentStatus = (state: ShopifyConsentState): SubscriptionStatus =>
 
 /**
  * The consent a platform delivery carries: the status a new contact takes, and the platform's consent time (only a
- * timed consent can change an existing contact). Shopify: the customer's `email_marketing_consent`, else
- * `buyer_accepts_marketing` (untimed; false is no consent given: `non_subscribed`). WooCommerce core has none.
+ * timed consent can change an existing contact). Shopify (docs/platforms/shopify.md): the customer's
+ * `email_marketing_consent` when it has a time, else a ticked `buyer_accepts_marketing` (subscribed at the order's
+ * `processed_at`, which the shop sends as its creation), else the customer's consent without a time; an unticked box
+ * is no consent given. WooCommerce core has none.
  */
 export function deliveredConsent(op: PlatformOperation): { status: SubscriptionStatus; at: number | null } | null {
   if (op.kind === 'platform-customer') return op.consent && { status: consentStatus(op.consent.state), at: op.consent.at };
   if (op.kind !== 'platform-order' || op.platform !== 'shopify') return null;
   const customer = op.order.customer;
-  if (customer) return { status: consentStatus(customer.consent.state), at: customer.consent.at };
-  return { status: op.order.buyerAcceptsMarketing ? 'subscribed' : 'non_subscribed', at: null };
+  const record = customer && { status: consentStatus(customer.consent.state), at: customer.consent.at };
+  if (record?.at != null) return record;
+  if (op.order.buyerAcceptsMarketing) return { status: 'subscribed', at: op.order.createdAt };
+  return record;
 }
 
 /** WooCommerce statuses of orders not placed (design 34): nothing new is stored, a stored order is updated. */
