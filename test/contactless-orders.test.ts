@@ -1,4 +1,3 @@
-import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Knex } from 'knex';
@@ -7,6 +6,7 @@ import { migrations, type Migration } from '../migrations/index.js';
 import { openDatabase } from '../src/domain/db/database.js';
 import { runEmk } from './helpers/cli.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { postPlatformDelivery } from './helpers/platform-deliveries.js';
 import { sendingHelpers } from './helpers/sending.js';
 import { createTestDatabase } from './helpers/test-databases.js';
 
@@ -22,7 +22,6 @@ type Row = Record<string, any>;
 const SECRET = 'whsec_contactless_4d3c2b1a';
 const FIXTURES = join(import.meta.dirname, '../fixtures');
 const fixture = (path: string) => readFileSync(join(FIXTURES, path));
-const sign = (body: Buffer) => createHmac('sha256', SECRET).update(body).digest('base64');
 
 const WALK_IN = 'shopify/without-email/orders-create-pos-walk-in.json';
 const PHONE_CUSTOMER = 'shopify/without-email/orders-create-pos-phone-customer.json';
@@ -46,13 +45,8 @@ describeEachDatabase('orders without an email', (h, dialect) => {
   }
 
   /** A fixture (or a body derived from one) as the platform posts it: signed bytes, its topic, a delivery id. */
-  async function deliver(integrationId: string, platform: 'shopify' | 'woocommerce', topic: string, sent: Buffer | object) {
-    const body = Buffer.isBuffer(sent) ? sent : Buffer.from(JSON.stringify(sent));
-    const headers: Record<string, string> =
-      platform === 'shopify'
-        ? { 'x-shopify-topic': topic, 'x-shopify-hmac-sha256': sign(body), 'x-shopify-webhook-id': randomUUID(), 'x-shopify-shop-domain': 'emk-demo.myshopify.com' }
-        : { 'x-wc-webhook-topic': topic, 'x-wc-webhook-signature': sign(body), 'x-wc-webhook-delivery-id': randomUUID(), 'x-wc-webhook-source': 'https://shop.example.com/' };
-    const reply = await h().request({ method: 'POST', url: `/ecom/${platform}/${integrationId}`, headers: { 'content-type': 'application/json', ...headers }, payload: body });
+  async function deliver(integrationId: string, platform: 'shopify' | 'woocommerce', topic: string, body: Buffer | object) {
+    const reply = await postPlatformDelivery(h, { platform, integrationId, topic, body, secret: SECRET });
     expect(reply.statusCode, reply.body).toBe(200);
     return reply.json();
   }

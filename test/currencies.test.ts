@@ -1,8 +1,8 @@
-import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { refundedInShopMoney } from '../src/domain/orders/shop-money.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { postPlatformDelivery } from './helpers/platform-deliveries.js';
 import { sendingHelpers } from './helpers/sending.js';
 
 /**
@@ -17,7 +17,6 @@ type Row = Record<string, any>;
 const SECRET = 'whsec_currency_5e4d3c2b1a';
 const fixture = (path: string) => readFileSync(new URL(`../fixtures/${path}`, import.meta.url));
 const json = (path: string): Row => JSON.parse(fixture(path).toString('utf8'));
-const sign = (body: Buffer) => createHmac('sha256', SECRET).update(body).digest('base64');
 
 it('a refund in the currency paid converts at the order\'s own rate; one in the order\'s currency counts as it is', () => {
   const order = { currency: 'AUD', total_amount: 309.95, presentment_currency: 'USD', presentment_total_amount: 205.14 };
@@ -38,39 +37,15 @@ describeEachDatabase('the shop\'s currency and multi-currency orders', (h) => {
     return reply.json().id as string;
   }
 
-  async function shopify(integrationId: string, topic: string, sent: Buffer | object) {
-    const body = Buffer.isBuffer(sent) ? sent : Buffer.from(JSON.stringify(sent));
-    const reply = await h().request({
-      method: 'POST',
-      url: `/ecom/shopify/${integrationId}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-shopify-topic': topic,
-        'x-shopify-hmac-sha256': sign(body),
-        'x-shopify-webhook-id': randomUUID(),
-        'x-shopify-shop-domain': 'emk-demo.myshopify.com',
-        'x-shopify-api-version': '2025-10',
-      },
-      payload: body,
-    });
+  async function shopify(integrationId: string, topic: string, body: Buffer | object) {
+    const reply = await postPlatformDelivery(h, { platform: 'shopify', integrationId, topic, body, secret: SECRET, headers: { 'x-shopify-api-version': '2025-10' } });
     expect(reply.statusCode, reply.body).toBe(200);
     expect(reply.json(), reply.body).toMatchObject({ status: 'processed', topic });
     return reply.json();
   }
 
   async function woocommerce(integrationId: string, topic: string, body: Buffer) {
-    const reply = await h().request({
-      method: 'POST',
-      url: `/ecom/woocommerce/${integrationId}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-wc-webhook-topic': topic,
-        'x-wc-webhook-signature': sign(body),
-        'x-wc-webhook-delivery-id': randomUUID(),
-        'x-wc-webhook-source': 'https://shop.example.com/',
-      },
-      payload: body,
-    });
+    const reply = await postPlatformDelivery(h, { platform: 'woocommerce', integrationId, topic, body, secret: SECRET });
     expect(reply.statusCode, reply.body).toBe(200);
     return reply.json();
   }

@@ -1,9 +1,9 @@
-import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { startWorker, workerOptionsFor } from '../src/worker/worker.js';
 import { eventually } from './helpers/browser.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { postPlatformDelivery, SHOPIFY_SHOP, WOO_SHOP } from './helpers/platform-deliveries.js';
 import { sendingHelpers } from './helpers/sending.js';
 
 /**
@@ -16,11 +16,8 @@ import { sendingHelpers } from './helpers/sending.js';
 type Row = Record<string, any>;
 
 const SECRET = 'whsec_fixture_9f8e7d6c5b4a';
-const SHOPIFY_SHOP = 'emk-demo.myshopify.com';
-const WOO_SHOP = 'shop.example.com';
 
 const fixture = (platform: 'shopify' | 'woocommerce', file: string) => readFileSync(new URL(`../fixtures/${platform}/${file}`, import.meta.url));
-const sign = (body: Buffer) => createHmac('sha256', SECRET).update(body).digest('base64');
 const iso = (text: string) => new Date(text).toISOString();
 
 describeEachDatabase('platform webhooks with the platforms\' fixtures', (h) => {
@@ -39,42 +36,15 @@ describeEachDatabase('platform webhooks with the platforms\' fixtures', (h) => {
   }
 
   /** A body derived from a fixture (JSON, or bytes), signed and sent under `topic` as Shopify sends it. */
-  function shopifyBody(integrationId: string, topic: string, sent: Buffer | object, deliveryId = `delivery-${randomUUID()}`, apiVersion = '2025-10') {
-    const body = Buffer.isBuffer(sent) ? sent : Buffer.from(JSON.stringify(sent));
-    return h().request({
-      method: 'POST',
-      url: `/ecom/shopify/${integrationId}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-shopify-topic': topic,
-        'x-shopify-hmac-sha256': sign(body),
-        'x-shopify-webhook-id': deliveryId,
-        'x-shopify-shop-domain': SHOPIFY_SHOP,
-        'x-shopify-api-version': apiVersion,
-      },
-      payload: body,
-    });
+  function shopifyBody(integrationId: string, topic: string, body: Buffer | object, deliveryId?: string, apiVersion = '2025-10') {
+    return postPlatformDelivery(h, { platform: 'shopify', integrationId, topic, body, secret: SECRET, ...(deliveryId ? { deliveryId } : {}), headers: { 'x-shopify-api-version': apiVersion } });
   }
   const shopifyJson = (file: string): Row => JSON.parse(fixture('shopify', file).toString('utf8'));
 
   /** `order-updated-refunded.json` as WooCommerce sends it: topic `order.updated`, signed, with its source. */
   function woocommerce(integrationId: string, file: string) {
-    const body = fixture('woocommerce', file);
-    const [resource, event] = file.replace(/\.json$/, '').split('-');
-    return h().request({
-      method: 'POST',
-      url: `/ecom/woocommerce/${integrationId}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-wc-webhook-topic': `${resource}.${event}`,
-        'x-wc-webhook-resource': resource!,
-        'x-wc-webhook-event': event!,
-        'x-wc-webhook-signature': sign(body),
-        'x-wc-webhook-delivery-id': `delivery-${file}`,
-        'x-wc-webhook-source': `https://${WOO_SHOP}/`,
-      },
-      payload: body,
-    });
+    const topic = file.replace(/\.json$/, '').split('-').slice(0, 2).join('.');
+    return postPlatformDelivery(h, { platform: 'woocommerce', integrationId, topic, body: fixture('woocommerce', file), secret: SECRET, deliveryId: `delivery-${file}` });
   }
 
   const processed = async (reply: Promise<{ statusCode: number; json(): any; body: string }>, topic: string) => {

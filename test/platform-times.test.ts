@@ -1,7 +1,7 @@
-import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { postPlatformDelivery } from './helpers/platform-deliveries.js';
 import { sendingHelpers } from './helpers/sending.js';
 
 /**
@@ -14,7 +14,6 @@ import { sendingHelpers } from './helpers/sending.js';
 type Row = Record<string, any>;
 
 const SECRET = 'whsec_times_4d3c2b1a';
-const sign = (body: Buffer) => createHmac('sha256', SECRET).update(body).digest('base64');
 const fixture = (path: string) => readFileSync(new URL(`../fixtures/${path}`, import.meta.url));
 const json = (path: string): Row => JSON.parse(fixture(path).toString('utf8'));
 const ms = (text: string) => new Date(text).getTime();
@@ -23,7 +22,6 @@ const iso = (text: string) => new Date(text).toISOString();
 describeEachDatabase('platform times and test data', (h) => {
   const { api, work } = sendingHelpers(h);
   const knex = () => h().services.db.knex;
-  let serial = 0;
 
   async function integration(ws: TestWorkspace, platform: 'shopify' | 'woocommerce') {
     const reply = await api(ws, 'POST', '/integrations', { platform, secret: SECRET });
@@ -31,39 +29,10 @@ describeEachDatabase('platform times and test data', (h) => {
     return reply.json().id as string;
   }
 
-  /** A body (a fixture's bytes, or JSON) as Shopify posts it; `test` sets `X-Shopify-Test`. */
-  function shopify(integrationId: string, topic: string, sent: Buffer | object, headers: Record<string, string> = {}) {
-    const body = Buffer.isBuffer(sent) ? sent : Buffer.from(JSON.stringify(sent));
-    return h().request({
-      method: 'POST',
-      url: `/ecom/shopify/${integrationId}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-shopify-topic': topic,
-        'x-shopify-hmac-sha256': sign(body),
-        'x-shopify-webhook-id': `delivery-${++serial}`,
-        'x-shopify-shop-domain': 'emk-demo.myshopify.com',
-        ...headers,
-      },
-      payload: body,
-    });
-  }
-
-  function woocommerce(integrationId: string, topic: string, sent: Buffer | object) {
-    const body = Buffer.isBuffer(sent) ? sent : Buffer.from(JSON.stringify(sent));
-    return h().request({
-      method: 'POST',
-      url: `/ecom/woocommerce/${integrationId}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-wc-webhook-topic': topic,
-        'x-wc-webhook-signature': sign(body),
-        'x-wc-webhook-delivery-id': `delivery-${++serial}`,
-        'x-wc-webhook-source': 'https://shop.example.com/',
-      },
-      payload: body,
-    });
-  }
+  /** A body (a fixture's bytes, or JSON) as Shopify posts it; `headers` may add `X-Shopify-Test`. */
+  const shopify = (integrationId: string, topic: string, body: Buffer | object, headers: Record<string, string> = {}) =>
+    postPlatformDelivery(h, { platform: 'shopify', integrationId, topic, body, secret: SECRET, headers });
+  const woocommerce = (integrationId: string, topic: string, body: Buffer | object) => postPlatformDelivery(h, { platform: 'woocommerce', integrationId, topic, body, secret: SECRET });
 
   /** The reply, which must be a 200; its JSON. */
   const answer = async (reply: Promise<{ statusCode: number; json(): any; body: string }>) => {

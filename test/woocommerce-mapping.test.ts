@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { decodeHtmlEntities } from '../src/domain/shared/html-entities.js';
 import { mapWooCommerceDelivery } from '../src/domain/woocommerce/woocommerce-mapping.js';
 import { wooCommerceProductsExport } from '../src/domain/woocommerce/woocommerce-products-export.js';
 import { describeEachDatabase, type TestWorkspace } from './helpers/harness.js';
+import { postPlatformDelivery } from './helpers/platform-deliveries.js';
 import { sendingHelpers } from './helpers/sending.js';
 
 /** The story of fixtures/woocommerce/README.md: shop.example.com, Olivia's order 5001 and Noah's unpaid 5002. */
@@ -661,22 +661,7 @@ describeEachDatabase('WooCommerce names and opt-ins, end to end', (h) => {
 
   /** A body as WooCommerce posts it: signed, with its topic and a delivery id of its own. */
   async function deliver(integrationId: string, topic: string, body: object) {
-    const bytes = Buffer.from(JSON.stringify(body));
-    const [resource, event] = topic.split('.');
-    const reply = await h().request({
-      method: 'POST',
-      url: `/ecom/woocommerce/${integrationId}`,
-      headers: {
-        'content-type': 'application/json',
-        'x-wc-webhook-topic': topic,
-        'x-wc-webhook-resource': resource!,
-        'x-wc-webhook-event': event!,
-        'x-wc-webhook-signature': createHmac('sha256', WOO_SECRET).update(bytes).digest('base64'),
-        'x-wc-webhook-delivery-id': `delivery-${Math.random().toString(36).slice(2)}`,
-        'x-wc-webhook-source': `https://${WOO_SHOP}/`,
-      },
-      payload: bytes,
-    });
+    const reply = await postPlatformDelivery(h, { platform: 'woocommerce', integrationId, topic, body, secret: WOO_SECRET });
     expect(reply.json(), reply.body).toMatchObject({ status: 'processed', topic });
   }
 
