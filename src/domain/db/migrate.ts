@@ -16,14 +16,30 @@ const MAX_ATTEMPTS = 120;
  */
 function isConcurrentMigration(error: unknown): boolean {
   const message = error instanceof Error ? `${error.name} ${error.message}` : '';
-  return /MigrationLocked|already exists|duplicate key|SQLITE_BUSY/.test(message);
+  return /MigrationLocked|StaleMigrationBatch|already exists|duplicate key|SQLITE_BUSY/.test(message);
+}
+
+/** The batch a process listed before it took the lock was (partly) applied by another process meanwhile. */
+class StaleMigrationBatch extends Error {
+  override name = 'StaleMigrationBatch';
+}
+
+/**
+ * Runs once the lock is taken, before the batch. knex lists the pending migrations before it takes the lock, and
+ * lists them again under it only when the whole batch runs in one transaction; a batch holding a migration that
+ * runs outside one (202612020210) is not listed again, so a process that waited for another would apply what that
+ * one applied. Such a batch is given up (knex frees the lock) and listed afresh.
+ */
+async function checkBatchIsPending(db: Knex, batch: unknown[]): Promise<void> {
+  const applied = new Set((await db('knex_migrations').select('name')).map((row: { name: string }) => row.name));
+  if ((batch as Array<readonly [string, Migration]>).some(([name]) => applied.has(name))) throw new StaleMigrationBatch('another process applied these migrations meanwhile');
 }
 
 /** Applies pending migrations; returns the names applied. Safe to run from several processes at once. */
 export async function migrateToLatest(knex: Knex): Promise<string[]> {
   for (let attempt = 1; ; attempt++) {
     try {
-      const [, applied] = (await knex.migrate.latest({ migrationSource })) as [number, string[]];
+      const [, applied] = (await knex.migrate.latest({ migrationSource, beforeAll: checkBatchIsPending })) as [number, string[]];
       return applied;
     } catch (error) {
       if (attempt >= MAX_ATTEMPTS || !isConcurrentMigration(error)) throw error;
