@@ -437,10 +437,10 @@ export class EmkDriver {
     const orders: Record<string, OrderView> = {};
     const directOrders: string[] = [];
     for (const o of await this.all('/ecommerce/orders')) {
-      const owner = this.contactKeys.get(o.contact_id) ?? `unknown:${o.contact_id}`;
+      const owner = o.contact_id === null ? null : (this.contactKeys.get(o.contact_id) ?? `unknown:${o.contact_id}`);
       const orderedAt = Date.parse(o.ordered_at) - this.start;
       if (o.platform === 'pos') {
-        directOrders.push(directOrderLine(owner, o.external_id, cents(o.total_amount), o.currency, orderedAt, senderOf(o)));
+        directOrders.push(directOrderLine(owner ?? '(none)', o.external_id, cents(o.total_amount), o.currency, orderedAt, senderOf(o)));
         continue;
       }
       const view: OrderView = {
@@ -453,6 +453,7 @@ export class EmkDriver {
         platform: o.platform,
         credit: senderOf(o),
         ...(o.platform === 'shopify' || o.platform === 'woocommerce' ? { status: o.status, orderNumber: o.order_number } : {}),
+        ...(o.presentment_currency !== null ? { presentmentCurrency: o.presentment_currency, presentmentTotal: cents(o.presentment_total_amount) } : {}),
       };
       let key = o.external_id;
       while (key in orders) key += ' (again)';
@@ -470,10 +471,12 @@ export class EmkDriver {
     const revenueReport: string[] = [];
     for (const w of reportWindows(now)) {
       const reply = await this.api('GET', `/reports/revenue?from=${encodeURIComponent(this.iso(w.from))}&to=${encodeURIComponent(this.iso(w.to))}`);
-      for (const row of reply.json().data) {
+      const { data, total } = reply.json();
+      for (const row of data) {
         const sender = this.senderNames.get(row.campaign_id ?? row.flow_id) ?? `unknown:${row.campaign_id ?? row.flow_id}`;
         revenueReport.push(revenueLine(w.name, sender, row.currency, row.orders, cents(row.revenue)));
       }
+      for (const row of total) revenueReport.push(revenueLine(w.name, 'total', row.currency, row.orders, cents(row.revenue)));
     }
     const recipients: Snapshot['recipients'] = {};
     for (const campaign of this.sent) recipients[campaign] = (await this.api('GET', `/campaigns/${this.senderIds.get(campaign)}`)).json().recipients;
@@ -499,7 +502,7 @@ function emailsOf(op: Operation): string[] {
     case 'upsert-contact':
     case 'platform-order':
     case 'platform-customer':
-      return [op.email];
+      return op.email === null ? [] : [op.email];
     case 'sync':
       return op.rows.map((row) => row.email);
     default:

@@ -102,9 +102,9 @@ export function generateBursts(seed: number, operationCount: number): Burst[] {
   const counters = { email: 0, order: 0, event: 0, anonymous: 0, campaign: 0 };
   const state: GeneratorState = { random, model, counters, webhookHistory: [], syncFiles: [], shops: null!, undrawn: new Set(OPENING) };
   // A third of the shops' buyers opened or clicked a message: their orders test attribution.
-  const buyer = () => {
+  const buyer = (fresh = false) => {
     const engaged = model.engagedContacts();
-    return engaged.length > 0 && random.chance(0.3) ? spell(random, model.contacts.get(random.pick(engaged))!.email) : email(state);
+    return !fresh && engaged.length > 0 && random.chance(0.3) ? spell(random, model.contacts.get(random.pick(engaged))!.email) : email(state, fresh);
   };
   state.shops = new PlatformShops(random, model, buyer, (address) => orderedAt(state, model.contactOf(address)));
   let total = 0;
@@ -288,9 +288,19 @@ function claimsOf(model: ReferenceModel, op: Operation): Claim[] {
       return [];
     case 'platform-order':
     case 'platform-customer': {
+      if (op.email === null) {
+        // An order without an email reads who holds the customer id and phone it names (and that contact's touches).
+        const named = op.kind === 'platform-order' && op.order.buyer !== null ? [op.order.buyer.customerOf, op.order.buyer.phoneOf] : [];
+        const out: Claim[] = named.flatMap((address): Claim[] => (address === null ? [] : [...contact(address), [`identity:${emailKey(address)}`, true]]));
+        if (op.deliveryId !== null) out.push([`retry:${op.platform}|${op.deliveryId}`, true]);
+        if (op.kind === 'platform-order') out.push([`order:${op.order.id}`, true]);
+        return out;
+      }
       // A timed consent may change an existing contact's status: it holds the contact alone.
       const timed = deliveredConsent(op)?.at != null;
       const out: Claim[] = contact(op.email).map(([resource, exclusive]) => [resource, exclusive || (timed && resource.startsWith('contact:'))]);
+      // The customer id and phone it writes name a contact for orders without an email.
+      out.push([`identity:${emailKey(op.email)}`, false]);
       if (op.deliveryId !== null) out.push([`retry:${op.platform}|${op.deliveryId}`, true]);
       if (op.kind === 'platform-order') out.push([`order:${op.order.id}`, true]);
       return out;

@@ -48,6 +48,22 @@ export interface PlatformRefund {
   failed?: number[];
 }
 
+/**
+ * A multi-currency order (Shopify Markets, WooPayments): paid in `currency` at `rate` units of it per unit of the
+ * shop's. The model's amounts stay in the shop's money; the payloads give the paid ones (× rate), chosen so that
+ * every conversion back is whole cents.
+ */
+export interface Presentment {
+  currency: string;
+  rate: number;
+}
+
+/** An order without an email: the addresses whose platform customer id and phone number it names (null: none). */
+export interface ContactlessBuyer {
+  customerOf: string | null;
+  phoneOf: string | null;
+}
+
 /** A whole order as the platform sends it at `updatedAt` (every field the model needs; the driver adds the rest). */
 export interface PlatformOrderSnapshot {
   /** The platform's numeric id, as a string. */
@@ -67,6 +83,10 @@ export interface PlatformOrderSnapshot {
   customer: { consent: ShopifyConsent; emailOnlyThere: boolean } | null;
   /** Shopify: `buyer_accepts_marketing`. */
   buyerAcceptsMarketing: boolean;
+  /** Paid in another currency than the shop's; null: in the shop's. */
+  presentment: Presentment | null;
+  /** Set when the order has no email (the delivery's `email` is null then). */
+  buyer: ContactlessBuyer | null;
 }
 
 export type Operation =
@@ -98,10 +118,10 @@ export type Operation =
   | { kind: 'open' | 'click'; message: string }
   | { kind: 'windows'; clickDays: number; openDays: number }
   | { kind: 'contact-limit'; limit: number | null }
-  /** A Shopify `orders/*` or WooCommerce `order.*` delivery carrying the whole order; `email` as this delivery spells it. */
-  | { kind: 'platform-order'; platform: Platform; topic: string; deliveryId: string | null; email: string; order: PlatformOrderSnapshot }
-  /** Shopify `refunds/create` for the order with this id. */
-  | { kind: 'platform-refund'; deliveryId: string | null; orderId: string; refund: PlatformRefund }
+  /** A Shopify `orders/*` or WooCommerce `order.*` delivery carrying the whole order; `email` as this delivery spells it (null: none). */
+  | { kind: 'platform-order'; platform: Platform; topic: string; deliveryId: string | null; email: string | null; order: PlatformOrderSnapshot }
+  /** Shopify `refunds/create` for the order with this id (its transactions in the currency the order was paid in). */
+  | { kind: 'platform-refund'; deliveryId: string | null; orderId: string; refund: PlatformRefund; presentment: Presentment | null }
   /** WooCommerce `order.deleted` (moved to the trash): the payload is the order's id only. */
   | { kind: 'platform-order-deleted'; deliveryId: string | null; orderId: string }
   /** Shopify `customers/create|update` (with the customer's consent) or WooCommerce `customer.created|updated`. */
@@ -130,6 +150,7 @@ const time = (at: number | undefined) => {
 const refunds = (list: PlatformRefund[]) =>
   list.map((r) => `${r.id}:${r.amounts.map(money).join('+')}${r.failed?.length ? `(failed ${r.failed.map(money).join('+')})` : ''}`).join(',');
 const consent = (c: ShopifyConsent) => `${c.state}@${time(c.at ?? undefined)}`;
+const buyer = (b: ContactlessBuyer | null) => (b === null ? '' : ` customer-id-of=${b.customerOf ?? '-'} phone-of=${b.phoneOf ?? '-'}`);
 const delivery = (id: string | null) => `delivery=${id ?? '(none)'}`;
 
 /** One line a reader can replay by hand. */
@@ -182,7 +203,8 @@ export function describeOperation(op: Operation): string {
         : o.customer === null ? ` no-customer buyer_accepts_marketing=${o.buyerAcceptsMarketing}`
         : ` customer-consent=${consent(o.customer.consent)}${o.customer.emailOnlyThere ? ' (email in customer only)' : ''}`;
       return (
-        `${op.platform} ${op.topic} ${delivery(op.deliveryId)} id=${o.id} number=${o.number} email=${op.email} total=${money(o.total)} ${o.currency} ` +
+        `${op.platform} ${op.topic} ${delivery(op.deliveryId)} id=${o.id} number=${o.number} email=${op.email ?? '(none)'}${buyer(o.buyer)} ` +
+        `total=${money(o.total)} ${o.currency}${o.presentment ? ` (paid in ${o.presentment.currency} at ${o.presentment.rate})` : ''} ` +
         `status=${o.status} created=${time(o.createdAt)} updated=${time(o.updatedAt)}${o.cancelledAt !== null ? ` cancelled=${time(o.cancelledAt)}` : ''} ` +
         `refunds=[${refunds(o.refunds)}]${customer}`
       );

@@ -1,4 +1,4 @@
-import type { Platform, PlatformOperation, PlatformOrderSnapshot, PlatformRefund, ShopifyConsent } from './operations.js';
+import type { Platform, PlatformOperation, PlatformOrderSnapshot, PlatformRefund, Presentment, ShopifyConsent } from './operations.js';
 import { PLATFORM_DOMAINS, emailKey } from './reference-model.js';
 
 /**
@@ -25,9 +25,16 @@ export interface Delivery {
   body: Record<string, unknown>;
 }
 
-/** Builds deliveries; `at` turns model time into epoch ms. Customer ids are the shop's, one per address. */
+/** Cents as the buyer paid them: the shop's at the order's rate (the generator keeps them whole). */
+const asPaid = (cents: number, presentment: Presentment | null) => (presentment === null ? cents : Math.round(cents * presentment.rate));
+
+/**
+ * Builds deliveries; `at` turns model time into epoch ms. Customer ids are the shop's, one per address; phone
+ * numbers one per address (the same at both shops), written internationally.
+ */
 export class PlatformPayloads {
   private readonly customerIds = new Map<string, number>();
+  private readonly phones = new Map<string, string>();
 
   constructor(private readonly at: (modelMs: number) => number) {}
 
@@ -38,7 +45,7 @@ export class PlatformPayloads {
           ? this.shopify(op.topic, op.deliveryId, now, this.shopifyOrder(op.email, op.order))
           : this.woo(op.topic, op.deliveryId, now, this.wooOrder(op.email, op.order));
       case 'platform-refund':
-        return this.shopify('refunds/create', op.deliveryId, now, this.shopifyRefund(Number(op.orderId), op.refund, now));
+        return this.shopify('refunds/create', op.deliveryId, now, this.shopifyRefund(Number(op.orderId), op.refund, now, op.presentment));
       case 'platform-order-deleted':
         return this.woo('order.deleted', op.deliveryId, now, { id: Number(op.orderId) });
       case 'platform-customer':
@@ -46,6 +53,12 @@ export class PlatformPayloads {
           ? this.shopify(op.topic, op.deliveryId, now, this.shopifyCustomer(op.email, op.consent!, now))
           : this.woo(op.topic, op.deliveryId, now, this.wooCustomer(op.email, now));
     }
+  }
+
+  private phone(email: string): string {
+    const k = emailKey(email);
+    if (!this.phones.has(k)) this.phones.set(k, `+1 617 555 ${String(this.phones.size + 1).padStart(4, '0')}`);
+    return this.phones.get(k)!;
   }
 
   private customerId(platform: Platform, email: string): number {
@@ -114,7 +127,7 @@ export class PlatformPayloads {
       verified_email: true,
       multipass_identifier: null,
       tax_exempt: false,
-      phone: null,
+      phone: this.phone(email),
       ...(older ? { accepts_marketing: consent.state === 'subscribed', accepts_marketing_updated_at: shopifyTime(this.at(consent.at!)) } : {}),
       email_marketing_consent: this.shopifyConsent(consent),
       sms_marketing_consent: null,
@@ -126,7 +139,8 @@ export class PlatformPayloads {
     };
   }
 
-  private shopifyTransaction(orderId: number, refundId: string, n: number, amount: number, status: 'success' | 'failure', at: string) {
+  /** A refund transaction, in the currency the buyer paid. */
+  private shopifyTransaction(orderId: number, refundId: string, n: number, amount: number, status: 'success' | 'failure', at: string, presentment: Presentment | null) {
     const id = Number(refundId) * 10 + n;
     return {
       id,
@@ -142,13 +156,13 @@ export class PlatformPayloads {
       processed_at: at,
       error_code: status === 'success' ? null : 'card_declined',
       source_name: 'web',
-      amount: money(amount),
-      currency: 'USD',
+      amount: money(asPaid(amount, presentment)),
+      currency: presentment?.currency ?? 'USD',
       admin_graphql_api_id: `gid://shopify/OrderTransaction/${id}`,
     };
   }
 
-  private shopifyRefund(orderId: number, refund: PlatformRefund, at: number) {
+  private shopifyRefund(orderId: number, refund: PlatformRefund, at: number, presentment: Presentment | null) {
     const time = shopifyTime(at);
     return {
       id: Number(refund.id),
@@ -162,19 +176,34 @@ export class PlatformPayloads {
       admin_graphql_api_id: `gid://shopify/Refund/${refund.id}`,
       refund_line_items: [],
       transactions: [
-        ...refund.amounts.map((amount, n) => this.shopifyTransaction(orderId, refund.id, n, amount, 'success', time)),
-        ...(refund.failed ?? []).map((amount, n) => this.shopifyTransaction(orderId, refund.id, 5 + n, amount, 'failure', time)),
+        ...refund.amounts.map((amount, n) => this.shopifyTransaction(orderId, refund.id, n, amount, 'success', time, presentment)),
+        ...(refund.failed ?? []).map((amount, n) => this.shopifyTransaction(orderId, refund.id, 5 + n, amount, 'failure', time, presentment)),
       ],
       order_adjustments: [],
     };
   }
 
-  private shopifyOrder(email: string, o: PlatformOrderSnapshot) {
+  /**
+   * An order without an email names its buyer by its customer's id and phone (a `customer` without an email), else
+   * by the order's `phone`.
+   */
+  private shopifyBuyer(email: string | null, o: PlatformOrderSnapshot, updated: number) {
+    const buyer = o.buyer;
+    if (email !== null || buyer === null) return { customer: o.customer === null ? null : this.shopifyCustomerObject(email ?? '', o.customer.consent, updated), phone: null };
+    const phone = buyer.phoneOf === null ? null : this.phone(buyer.phoneOf);
+    if (buyer.customerOf === null) return { customer: null, phone };
+    const customer = this.shopifyCustomerObject(buyer.customerOf, { state: 'not_subscribed', at: null }, updated);
+    return { customer: { ...customer, email: null, phone }, phone: null };
+  }
+
+  private shopifyOrder(email: string | null, o: PlatformOrderSnapshot) {
     const id = Number(o.id);
     const { items, shipping } = this.lines(o.total);
     const refundedCents = o.refunds.flatMap((r) => r.amounts).reduce((a, b) => a + b, 0);
-    const set = (cents: number) => ({ shop_money: { amount: money(cents), currency_code: o.currency }, presentment_money: { amount: money(cents), currency_code: o.currency } });
+    const paidIn = o.presentment?.currency ?? o.currency;
+    const set = (cents: number) => ({ shop_money: { amount: money(cents), currency_code: o.currency }, presentment_money: { amount: money(asPaid(cents, o.presentment)), currency_code: paidIn } });
     const updated = this.at(o.updatedAt);
+    const buyer = this.shopifyBuyer(email, o, updated);
     return {
       id,
       admin_graphql_api_id: `gid://shopify/Order/${id}`,
@@ -190,6 +219,7 @@ export class PlatformPayloads {
       confirmation_number: `M${id % 100_000_000}`,
       confirmed: true,
       contact_email: o.customer?.emailOnlyThere ? null : email,
+      phone: buyer.phone,
       created_at: shopifyTime(this.at(o.createdAt)),
       currency: o.currency,
       current_total_price: money(Math.max(0, o.total - refundedCents)),
@@ -202,7 +232,7 @@ export class PlatformPayloads {
       note_attributes: [],
       number: Number(o.number.slice(1)) - 1000,
       order_number: Number(o.number.slice(1)),
-      presentment_currency: o.currency,
+      presentment_currency: paidIn,
       processed_at: shopifyTime(this.at(o.createdAt)),
       source_name: 'web',
       subtotal_price: money(o.total - shipping),
@@ -217,7 +247,7 @@ export class PlatformPayloads {
       total_tax: '0.00',
       updated_at: shopifyTime(updated),
       user_id: null,
-      customer: o.customer === null ? null : this.shopifyCustomerObject(email, o.customer.consent, updated),
+      customer: buyer.customer,
       line_items: items.map((price, n) => ({
         id: id * 10 + n,
         admin_graphql_api_id: `gid://shopify/LineItem/${id * 10 + n}`,
@@ -243,7 +273,7 @@ export class PlatformPayloads {
         vendor: 'Model',
       })),
       shipping_lines: shipping > 0 ? [{ id: id + 3, code: 'Standard', price: money(shipping), title: 'Standard' }] : [],
-      refunds: o.refunds.map((r) => this.shopifyRefund(id, r, updated)),
+      refunds: o.refunds.map((r) => this.shopifyRefund(id, r, updated, o.presentment)),
     };
   }
 
@@ -251,7 +281,8 @@ export class PlatformPayloads {
     return { ...this.shopifyCustomerObject(email, consent, now), orders_count: 0, total_spent: '0.00', last_order_id: null, last_order_name: null, addresses: [] };
   }
 
-  private address(email: string | null) {
+  /** A billing address (with the buyer's email and phone) or a shipping one (with neither). */
+  private address(contact: { email: string; phone: string } | null) {
     return {
       first_name: 'Model',
       last_name: 'Buyer',
@@ -262,13 +293,21 @@ export class PlatformPayloads {
       state: 'CA',
       postcode: '94103',
       country: 'US',
-      ...(email === null ? {} : { email, phone: '(555) 555-5555' }),
+      ...(contact ?? {}),
     };
   }
 
-  private wooOrder(email: string, o: PlatformOrderSnapshot) {
+  /**
+   * A WooPayments multi-currency order is in the currency paid, its meta naming the store's and the rate; an order
+   * without an email names its account (`customer_id`, 0: a guest) and billing phone.
+   */
+  private wooOrder(email: string | null, o: PlatformOrderSnapshot) {
     const id = Number(o.id);
-    const { items, shipping } = this.lines(o.total);
+    const { items, shipping } = this.lines(asPaid(o.total, o.presentment));
+    const inPaid = (cents: number) => money(asPaid(cents, o.presentment));
+    const buyer = o.buyer;
+    const customerOf = email ?? buyer?.customerOf ?? null;
+    const billing = email !== null ? { email, phone: this.phone(email) } : { email: '', phone: buyer?.phoneOf ? this.phone(buyer.phoneOf) : '' };
     const created = this.at(o.createdAt);
     const modified = this.at(o.updatedAt);
     const paid = ['processing', 'completed', 'refunded'].includes(o.status);
@@ -276,7 +315,7 @@ export class PlatformPayloads {
       id,
       parent_id: 0,
       status: o.status,
-      currency: o.currency,
+      currency: o.presentment?.currency ?? o.currency,
       version: '9.4.2',
       prices_include_tax: false,
       date_created: wooLocal(created),
@@ -286,11 +325,11 @@ export class PlatformPayloads {
       shipping_total: money(shipping),
       shipping_tax: '0.00',
       cart_tax: '0.00',
-      total: money(o.total),
+      total: inPaid(o.total),
       total_tax: '0.00',
-      customer_id: this.customerId('woocommerce', email),
+      customer_id: customerOf === null ? 0 : this.customerId('woocommerce', customerOf),
       order_key: `wc_order_${id.toString(36)}`,
-      billing: this.address(email),
+      billing: this.address(billing),
       shipping: this.address(null),
       payment_method: 'bacs',
       payment_method_title: 'Direct bank transfer',
@@ -303,7 +342,10 @@ export class PlatformPayloads {
       date_paid: paid ? wooLocal(created) : null,
       cart_hash: `h${id}`,
       number: o.number,
-      meta_data: [],
+      meta_data: o.presentment === null ? [] : [
+        { id: id * 10 + 1, key: '_wcpay_multi_currency_order_default_currency', value: o.currency },
+        { id: id * 10 + 2, key: '_wcpay_multi_currency_order_exchange_rate', value: String(o.presentment.rate) },
+      ],
       line_items: items.map((price, n) => ({
         id: id * 10 + n,
         name: `Model product ${n + 1}`,
@@ -325,7 +367,7 @@ export class PlatformPayloads {
       shipping_lines: shipping > 0 ? [{ id: id * 10 + 9, method_title: 'Flat rate', method_id: 'flat_rate', total: money(shipping), total_tax: '0.00', taxes: [] }] : [],
       fee_lines: [],
       coupon_lines: [],
-      refunds: o.refunds.map((r) => ({ id: Number(r.id), reason: '', total: `-${money(r.amounts.reduce((a, b) => a + b, 0))}` })),
+      refunds: o.refunds.map((r) => ({ id: Number(r.id), reason: '', total: `-${inPaid(r.amounts.reduce((a, b) => a + b, 0))}` })),
       payment_url: `https://${PLATFORM_DOMAINS.woocommerce}/checkout/order-pay/${id}/`,
       is_editable: ['pending', 'on-hold', 'failed'].includes(o.status),
       needs_payment: ['pending', 'failed'].includes(o.status),
@@ -351,7 +393,7 @@ export class PlatformPayloads {
       last_name: 'Buyer',
       role: 'customer',
       username: `buyer${id}`,
-      billing: this.address(email),
+      billing: this.address({ email, phone: this.phone(email) }),
       shipping: this.address(null),
       is_paying_customer: false,
       avatar_url: 'https://secure.gravatar.com/avatar/?s=96&d=mm&r=g',

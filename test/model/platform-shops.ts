@@ -1,12 +1,12 @@
-import { DAY_MS, type Platform, type PlatformOperation, type PlatformOrderSnapshot, type PlatformRefund, type ShopifyConsent, type ShopifyConsentState } from './operations.js';
+import { DAY_MS, type ContactlessBuyer, type Platform, type PlatformOperation, type PlatformOrderSnapshot, type PlatformRefund, type Presentment, type ShopifyConsent, type ShopifyConsentState } from './operations.js';
 import type { Random } from './random.js';
 import { CONSENT_MARGIN_MS, deliveredConsent, emailKey, isPlaced, type ReferenceModel } from './reference-model.js';
 
 /** An order as its shop holds it; every delivery is a snapshot of it (the snapshot's fields, but its customer). */
 interface ShopOrder extends Omit<PlatformOrderSnapshot, 'customer' | 'buyerAcceptsMarketing'> {
   platform: Platform;
-  /** The order's address as the shop keeps it; each delivery spells it in a random letter case. */
-  email: string;
+  /** The order's address as the shop keeps it; each delivery spells it in a random letter case. Null: none (`buyer` says who). */
+  email: string | null;
   /**
    * A fixed total lets refunds add up past it (the cap is tested). Otherwise the total may change (an order edit)
    * but refunds stay within every total the order had: the design leaves open what a cap does when a total later rises.
@@ -23,6 +23,17 @@ interface ShopOrder extends Omit<PlatformOrderSnapshot, 'customer' | 'buyerAccep
 const SHOPIFY_ORDER_ID = 5_600_000_000_000;
 const WOO_ORDER_ID = 7_000;
 const CURRENCY: Record<Platform, string> = { shopify: 'USD', woocommerce: 'EUR' };
+/** What buyers pay in besides the shop's currency (Shopify Markets, WooPayments multi-currency). */
+const PAID_IN: Record<Platform, string[]> = { shopify: ['EUR', 'GBP', 'CAD'], woocommerce: ['USD', 'GBP', 'CHF'] };
+/**
+ * Rates (units paid per unit of the shop's) that turn a multiple of 20 cents into whole cents and back: a
+ * multi-currency order's total and refunds are such multiples, so every conversion emk makes is exact in cents.
+ */
+const RATES = [0.5, 0.8, 1.25, 1.5, 2];
+const PRESENTMENT_UNIT = 20;
+/** How a new order is made: in the shop's currency with an email, paid in another, or without an email. */
+const NEW_ORDER_SHAPES = { plain: 70, 'other currency': 12, 'no email, customer id': 8, 'no email, phone': 5, 'no email, neither': 5 };
+type NewOrderShape = keyof typeof NEW_ORDER_SHAPES;
 const sum = (list: number[]) => list.reduce((a, b) => a + b, 0);
 const refunded = (o: ShopOrder) => sum(o.refunds.flatMap((r) => r.amounts));
 const floorSecond = (ms: number) => Math.floor(ms / 1000) * 1000;
@@ -46,12 +57,16 @@ export class PlatformShops {
   private readonly counters = { shopify: 0, woocommerce: 0, refund: 0, delivery: 0 };
   /** The changes each shop has made, by `<platform>:<change>`: every kind is made early in a run (the opening). */
   private readonly made = new Set<string>();
+  /** Addresses whose customer id an order without an email named: their customer's account comes soon after. */
+  private readonly awaited: Record<Platform, string[]> = { shopify: [], woocommerce: [] };
+  /** `<platform>|<address>`: customers who open an account once their order without an email was sent. */
+  private readonly accountsToOpen = new Set<string>();
 
   constructor(
     private readonly random: Random,
     private readonly model: ReferenceModel,
-    /** An address of the run, new or known. */
-    private readonly address: () => string,
+    /** An address of the run, new or known (fresh: new). */
+    private readonly address: (fresh?: boolean) => string,
     /** When a new order of this address's contact was placed (model time). */
     private readonly placedAt: (email: string) => number,
   ) {}
@@ -60,28 +75,43 @@ export class PlatformShops {
   orderEvent(platform: Platform): PlatformOperation | null {
     const { random } = this;
     const open = this.orders.filter((o) => o.platform === platform).slice(-30);
-    const deliveries = open.length === 0 || random.chance(0.35) ? this.newOrder(platform) : this.changeOrder(random.pick(open));
-    return this.sendOrHold(deliveries);
+    // New orders come oftener while some of their shapes were never made at this shop (the opening).
+    const shapesLeft = (Object.keys(NEW_ORDER_SHAPES) as NewOrderShape[]).some((shape) => !this.made.has(`${platform}:new ${shape}`));
+    const isNew = open.length === 0 || random.chance(shapesLeft ? 0.7 : 0.35);
+    // An order of the opening's shapes goes when it can, never held back on purpose.
+    return this.sendOrHold(isNew ? this.newOrder(platform) : this.changeOrder(random.pick(open)), !(isNew && shapesLeft));
   }
 
   /** A customer account created or changed at a shop (at Shopify, often its consent). */
   customerEvent(platform: Platform): PlatformOperation | null {
-    const email = this.address();
+    return this.sendOrHold([this.customerDelivery(platform, this.awaitedAddress(platform) ?? this.address())]);
+  }
+
+  private customerDelivery(platform: Platform, email: string): PlatformOperation {
     if (platform === 'woocommerce') {
-      return this.sendOrHold([{ kind: 'platform-customer', platform, topic: this.random.pick(['customer.created', 'customer.updated']), deliveryId: this.deliveryId(platform), email, consent: null }]);
+      return { kind: 'platform-customer', platform, topic: this.random.pick(['customer.created', 'customer.updated']), deliveryId: this.deliveryId(platform), email, consent: null };
     }
     const known = this.consents.has(emailKey(email));
     if (this.random.chance(0.7)) this.changeConsent(email);
-    return this.sendOrHold([
-      { kind: 'platform-customer', platform, topic: known ? 'customers/update' : 'customers/create', deliveryId: this.deliveryId(platform), email, consent: this.consentOf(email) },
-    ]);
+    return { kind: 'platform-customer', platform, topic: known ? 'customers/update' : 'customers/create', deliveryId: this.deliveryId(platform), email, consent: this.consentOf(email) };
+  }
+
+  /**
+   * Now and then an address an order without an email named by its customer id while no contact held it: its
+   * customer's account (or an order with its email) is what joins that order to a contact.
+   */
+  private awaitedAddress(platform: Platform): string | null {
+    const waiting = (this.awaited[platform] = this.awaited[platform].filter((a) => this.model.holderOf(`${platform}:${emailKey(a)}`) === undefined));
+    return waiting.length > 0 && this.random.chance(0.9) ? this.random.pick(waiting) : null;
   }
 
   /** A delivery that waited, if one can go now. */
   late(): PlatformOperation | null {
     const ready = this.pending.filter((op) => this.deliverable(op));
     if (ready.length === 0) return null;
-    const op = this.random.pick(ready);
+    // Until a run has seen an order without a contact join one, an account opening goes first.
+    const opening = this.model.joins === 0 ? ready.filter((op) => op.kind === 'platform-customer') : [];
+    const op = this.random.pick(opening.length > 0 ? opening : ready);
     this.pending.splice(this.pending.indexOf(op), 1);
     return op;
   }
@@ -93,6 +123,8 @@ export class PlatformShops {
 
   /** The burst took it. */
   accepted(op: PlatformOperation): void {
+    const customerOf = op.kind === 'platform-order' ? op.order.buyer?.customerOf : null;
+    if (op.kind === 'platform-order' && customerOf && this.accountsToOpen.delete(`${op.platform}|${customerOf}`)) this.hold(this.customerDelivery(op.platform, customerOf));
     if (op.deliveryId === null || this.sentIds.has(op.deliveryId)) return;
     this.sentIds.add(op.deliveryId);
     this.sent.push(op);
@@ -113,6 +145,8 @@ export class PlatformShops {
    */
   private deliverable(op: PlatformOperation): boolean {
     if (op.kind !== 'platform-order' && op.kind !== 'platform-customer') return true;
+    // An order without an email makes no contact and changes no status.
+    if (op.email === null) return true;
     const live = this.model.contactOf(op.email);
     const storedAt = op.kind === 'platform-order' ? this.model.platformUpdatedAt(op.order.id) : undefined;
     const stale = op.kind === 'platform-order' && storedAt !== undefined && op.order.updatedAt < storedAt;
@@ -132,11 +166,11 @@ export class PlatformShops {
   }
 
   /** The first delivery goes now when it can (now and then it waits on purpose); the others wait. */
-  private sendOrHold(deliveries: PlatformOperation[]): PlatformOperation | null {
+  private sendOrHold(deliveries: PlatformOperation[], mayWait = true): PlatformOperation | null {
     const [first, ...rest] = deliveries;
     for (const op of rest) this.hold(op);
     if (!first) return null;
-    if (this.deliverable(first) && !this.random.chance(0.12)) return first;
+    if (this.deliverable(first) && !(mayWait && this.random.chance(0.12))) return first;
     this.hold(first);
     return this.late();
   }
@@ -160,7 +194,7 @@ export class PlatformShops {
   }
 
   private snapshot(o: ShopOrder): PlatformOrderSnapshot {
-    const consent = this.consentOf(o.email);
+    const consent = o.email === null ? { state: 'not_subscribed' as const, at: null } : this.consentOf(o.email);
     return {
       id: o.id,
       number: o.number,
@@ -173,22 +207,49 @@ export class PlatformShops {
       refunds: o.refunds.map((r) => ({ ...r, amounts: [...r.amounts], ...(r.failed ? { failed: [...r.failed] } : {}) })),
       customer: o.platform === 'shopify' && o.withCustomer ? { consent, emailOnlyThere: o.emailOnlyInCustomer } : null,
       buyerAcceptsMarketing: consent.state === 'subscribed',
+      presentment: o.presentment,
+      buyer: o.buyer,
     };
   }
 
   private orderDelivery(o: ShopOrder, topic: string): PlatformOperation {
-    return { kind: 'platform-order', platform: o.platform, topic, deliveryId: this.deliveryId(o.platform), email: this.spell(o.email), order: this.snapshot(o) };
+    return { kind: 'platform-order', platform: o.platform, topic, deliveryId: this.deliveryId(o.platform), email: o.email === null ? null : this.spell(o.email), order: this.snapshot(o) };
+  }
+
+  /** Who an order without an email names: a customer id (known or not), a phone some contact holds, or neither. */
+  private contactlessBuyer(platform: Platform, shape: NewOrderShape): ContactlessBuyer | null {
+    const { random, model } = this;
+    if (shape === 'no email, neither') return { customerOf: null, phoneOf: null };
+    const phoneHolders = model.liveContacts().filter((c) => model.holderOf(`phone:${emailKey(c.email)}`) === c.key);
+    if (shape === 'no email, phone') return phoneHolders.length === 0 ? null : { customerOf: null, phoneOf: random.pick(phoneHolders).email };
+    // Mostly a customer no contact holds yet, so that the order waits for one; half of them (all until a run has
+    // seen a join) open an account later.
+    const customerOf = this.address(model.joins === 0 || random.chance(0.7));
+    if (model.holderOf(`${platform}:${emailKey(customerOf)}`) === undefined) {
+      this.awaited[platform].push(customerOf);
+      if (model.joins === 0 || random.chance(0.5)) this.accountsToOpen.add(`${platform}|${customerOf}`);
+    }
+    // Sometimes a phone too: the customer id's contact comes first, else the phone's.
+    return { customerOf, phoneOf: phoneHolders.length > 0 && random.chance(0.3) ? random.pick(phoneHolders).email : null };
   }
 
   private newOrder(platform: Platform): PlatformOperation[] {
     const { random } = this;
-    const email = this.address();
+    const unmade = (Object.keys(NEW_ORDER_SHAPES) as NewOrderShape[]).filter((shape) => !this.made.has(`${platform}:new ${shape}`));
+    // The customer id's shape first (the join it waits for comes later in the run), then another currency.
+    const first = (['no email, customer id', 'other currency'] as const).find((shape) => unmade.includes(shape));
+    let shape = first ?? (unmade.length > 0 ? random.pick(unmade) : random.weighted(NEW_ORDER_SHAPES));
+    const buyer = shape.startsWith('no email') ? this.contactlessBuyer(platform, shape) : null;
+    if (shape.startsWith('no email') && buyer === null) shape = 'plain';
+    this.made.add(`${platform}:new ${shape}`);
+    const email = buyer !== null ? null : (this.awaitedAddress(platform) ?? this.address());
     const n = ++this.counters[platform];
     // Whole seconds, on either side of where the generator put it (so it lands on both sides of a window's edge).
-    const at = this.placedAt(email);
+    const at = this.placedAt(email ?? buyer?.customerOf ?? buyer?.phoneOf ?? '');
     const createdAt = random.chance(0.5) ? floorSecond(at) : ceilSecond(at);
-    const total = random.int(100, 30_000);
     const shopify = platform === 'shopify';
+    const presentment: Presentment | null = shape === 'other currency' ? { currency: random.pick(PAID_IN[platform]), rate: random.pick(RATES) } : null;
+    const total = this.drawTotal(presentment);
     const o: ShopOrder = {
       platform,
       id: String(shopify ? SHOPIFY_ORDER_ID + n * 13 : WOO_ORDER_ID + n),
@@ -198,21 +259,25 @@ export class PlatformShops {
       currency: CURRENCY[platform],
       status: shopify
         ? random.pick(['paid', 'paid', 'paid', 'pending', 'authorized'])
-        : random.pick(['pending', 'pending', 'processing', 'processing', 'on-hold', 'checkout-draft', 'failed']),
+        : email === null
+          ? random.pick(['processing', 'processing', 'on-hold']) // entered in the admin (a phone order, cash on delivery)
+          : random.pick(['pending', 'pending', 'processing', 'processing', 'on-hold', 'checkout-draft', 'failed']),
       createdAt,
       updatedAt: createdAt - 1000,
       cancelledAt: null,
       refunds: [],
       fixedTotal: random.chance(0.5),
       minTotal: total,
-      withCustomer: random.chance(0.85),
+      withCustomer: email !== null && random.chance(0.85),
       emailOnlyInCustomer: random.chance(0.1),
       beforeTrash: null,
+      presentment,
+      buyer,
     };
     this.orders.push(o);
     this.stamp(o);
     // A checkout that asks for consent: the customer subscribes (or says no) as they order.
-    if (shopify && random.chance(0.3)) this.changeConsent(email);
+    if (shopify && email !== null && random.chance(0.3)) this.changeConsent(email);
     return [this.orderDelivery(o, shopify ? 'orders/create' : 'order.created')];
   }
 
@@ -229,10 +294,17 @@ export class PlatformShops {
     return o.platform === 'shopify' ? this.changeShopifyOrder(o) : this.changeWooOrder(o);
   }
 
-  /** A refund the order can take: within every total it had, or (fixed total) anything up to 60 % of it. */
+  /** A total in cents: a multiple of the presentment unit when the order is paid in another currency. */
+  private drawTotal(presentment: Presentment | null): number {
+    const unit = presentment === null ? 1 : PRESENTMENT_UNIT;
+    return unit * this.random.int(Math.ceil(100 / unit), Math.floor(30_000 / unit));
+  }
+
+  /** A refund the order can take: within every total it had, or (fixed total) anything up to 60 % of it (in its unit). */
   private refundAmount(o: ShopOrder): number | null {
-    const room = o.fixedTotal ? Math.floor(o.total * 0.6) : Math.min(o.minTotal - refunded(o), Math.floor(o.total * 0.6));
-    return room < 1 ? null : this.random.int(1, room);
+    const unit = o.presentment === null ? 1 : PRESENTMENT_UNIT;
+    const room = Math.floor((o.fixedTotal ? Math.floor(o.total * 0.6) : Math.min(o.minTotal - refunded(o), Math.floor(o.total * 0.6))) / unit);
+    return room < 1 ? null : unit * this.random.int(1, room);
   }
 
   /** The rest of the order refunded (a full refund), if anything is left within every total it had. */
@@ -245,8 +317,9 @@ export class PlatformShops {
     const { random } = this;
     const id = String(o.platform === 'shopify' ? 9_100_000_000 + ++this.counters.refund : 90_000 + ++this.counters.refund);
     // Shopify: a refund may be paid back in two transactions, and list a failed attempt that counts for nothing.
-    const split = o.platform === 'shopify' && amount >= 2 && random.chance(0.2);
-    const first = split ? random.int(1, amount - 1) : amount;
+    const unit = o.presentment === null ? 1 : PRESENTMENT_UNIT;
+    const split = o.platform === 'shopify' && amount >= 2 * unit && random.chance(0.2);
+    const first = split ? unit * random.int(1, amount / unit - 1) : amount;
     const refund: PlatformRefund = {
       id,
       amounts: split ? [first, amount - first] : [amount],
@@ -259,7 +332,7 @@ export class PlatformShops {
   private changeShopifyOrder(o: ShopOrder): PlatformOperation[] {
     const { random } = this;
     this.stamp(o);
-    if (random.chance(0.1)) this.changeConsent(o.email);
+    if (o.email !== null && random.chance(0.1)) this.changeConsent(o.email);
     const open = o.cancelledAt === null;
     const unpaid = o.status === 'pending' || o.status === 'authorized';
     const refund = ['paid', 'partially_refunded'].includes(o.status) ? this.refundAmount(o) : null;
@@ -268,7 +341,7 @@ export class PlatformShops {
       refund: refund !== null ? 4 : 0,
       cancel: open ? 1.2 : 0,
       edit: open && !o.fixedTotal && o.refunds.length === 0 ? 1.5 : 0,
-      email: 0.4,
+      email: o.email !== null ? 0.4 : 0,
       other: 1.5,
     });
     switch (change) {
@@ -279,7 +352,7 @@ export class PlatformShops {
         const made = this.addRefund(o, refund!);
         o.status = refunded(o) >= o.total ? 'refunded' : 'partially_refunded';
         // Shopify sends refunds/create and (as the order changed) orders/updated listing the same refund.
-        const topic: PlatformOperation = { kind: 'platform-refund', deliveryId: this.deliveryId('shopify'), orderId: o.id, refund: made };
+        const topic: PlatformOperation = { kind: 'platform-refund', deliveryId: this.deliveryId('shopify'), orderId: o.id, refund: made, presentment: o.presentment };
         const both = random.next();
         return both < 0.4 ? [topic, this.orderDelivery(o, 'orders/updated')] : both < 0.7 ? [this.orderDelivery(o, 'orders/updated'), topic] : both < 0.9 ? [topic] : [this.orderDelivery(o, 'orders/updated')];
       }
@@ -291,12 +364,12 @@ export class PlatformShops {
         else if (random.chance(0.6) && rest !== null) {
           const made = this.addRefund(o, rest);
           o.status = 'refunded';
-          if (random.chance(0.5)) deliveries.push({ kind: 'platform-refund', deliveryId: this.deliveryId('shopify'), orderId: o.id, refund: made });
+          if (random.chance(0.5)) deliveries.push({ kind: 'platform-refund', deliveryId: this.deliveryId('shopify'), orderId: o.id, refund: made, presentment: o.presentment });
         }
         return [this.orderDelivery(o, 'orders/cancelled'), ...deliveries];
       }
       case 'edit':
-        o.total = random.int(100, 30_000);
+        o.total = this.drawTotal(o.presentment);
         o.minTotal = Math.min(o.minTotal, o.total);
         return [this.orderDelivery(o, 'orders/updated')];
       case 'email':
@@ -343,7 +416,7 @@ export class PlatformShops {
         return [this.orderDelivery(o, 'order.updated')];
       }
       case 'edit':
-        o.total = random.int(100, 30_000);
+        o.total = this.drawTotal(o.presentment);
         o.minTotal = Math.min(o.minTotal, o.total);
         return [this.orderDelivery(o, 'order.updated')];
       case 'status': {

@@ -1,5 +1,6 @@
 import {
   DAY_MS,
+  type ContactlessBuyer,
   type Operation,
   type Platform,
   type PlatformOperation,
@@ -67,6 +68,10 @@ function refundsOf(platform: Platform, o: PlatformOrderSnapshot): Array<{ id: st
   if (platform === 'woocommerce' && o.status === 'refunded' && o.refunds.length === 0) return [{ id: 'status:refunded', amount: o.total }];
   return o.refunds.map((r) => ({ id: r.id, amount: r.amounts.reduce((a, b) => a + b, 0) }));
 }
+
+/** A multi-currency order's presentment as emk shows it: the paid total, its shop total at the order's rate. */
+const presentmentOf = (o: PlatformOrderSnapshot): Pick<OrderView, 'presentmentCurrency' | 'presentmentTotal'> =>
+  o.presentment === null ? {} : { presentmentCurrency: o.presentment.currency, presentmentTotal: Math.round(o.total * o.presentment.rate) };
 
 /**
  * What an import (a sync or an event batch) must answer: the rows it refuses, and the exit code of the CLI's import
@@ -158,6 +163,16 @@ export class ReferenceModel {
    */
   private readonly platformRefunds = new Map<string, Map<string, number>>();
   private readonly anonymousOwners = new Map<string, string>();
+  /**
+   * The contact each platform customer id and phone number names (docs/platforms/README.md, Orders without an
+   * email), by `shopify:<email key>` / `woocommerce:<email key>` / `phone:<email key>`: each address of the run has
+   * one customer id per shop and one phone number. The contact last written with it; an erased one names nobody.
+   */
+  private readonly identities = new Map<string, string>();
+  /** Stored orders without a contact that name a platform customer id: order id → identity key. */
+  private readonly contactless = new Map<string, string>();
+  /** How many orders without a contact joined one (the coverage of `npm test` reads it). */
+  joins = 0;
 
   /** The contact that claimed an anonymous id, while it lives (an erasure frees the id). */
   ownerOfAnonymous(anonymousId: string): string | undefined {
@@ -175,6 +190,11 @@ export class ReferenceModel {
   /** Live contacts that opened or clicked something. */
   engagedContacts = () => [...this.engagements.keys()].filter(this.isLive);
   statusChangeOf = (contact: string) => this.contacts.get(contact)!.statusChange;
+  /** The live contact an identity (`<platform|phone>:<email key>`) names, if any. */
+  holderOf = (identity: string) => {
+    const holder = this.identities.get(identity);
+    return holder !== undefined && this.isLive(holder) ? holder : undefined;
+  };
   /** The platform time of the snapshot a stored platform order was last updated from; undefined: not stored. */
   platformUpdatedAt = (externalId: string) => this.platformUpdates.get(externalId);
 
@@ -295,6 +315,40 @@ export class ReferenceModel {
    * later than its last status change in emk; a new one takes the delivery's consent (else `non_subscribed`).
    */
   private platformContact(op: PlatformOperation & { email: string; platform: Platform }): string | undefined {
+    const contact = this.platformContactStatus(op);
+    if (contact !== undefined) this.writeIdentities(op, contact);
+    return contact;
+  }
+
+  /**
+   * The identities a delivery writes on its contact: a WooCommerce customer or order its `customer_id` and billing
+   * phone; a Shopify customer, or an order's `customer` object, its id and phone. Orders kept without a contact that
+   * name the customer id join it.
+   */
+  private writeIdentities(op: PlatformOperation & { email: string; platform: Platform }, contact: string): void {
+    if (op.platform === 'shopify' && op.kind === 'platform-order' && op.order.customer === null) return;
+    const k = emailKey(op.email);
+    const ref = `${op.platform}:${k}`;
+    this.identities.set(ref, contact);
+    this.identities.set(`phone:${k}`, contact);
+    for (const [orderId, named] of this.contactless) {
+      if (named !== ref) continue;
+      // Joined: the contact's revenue includes it; it stays uncredited (the sale is not new).
+      this.orders.get(orderId)!.owner = contact;
+      this.contactless.delete(orderId);
+      this.joins++;
+    }
+  }
+
+  /** The contact of an order without an email: its customer id's, else its phone's; undefined: none. */
+  private contactlessOwner(platform: Platform, buyer: ContactlessBuyer): string | undefined {
+    return (
+      (buyer.customerOf !== null ? this.holderOf(`${platform}:${emailKey(buyer.customerOf)}`) : undefined) ??
+      (buyer.phoneOf !== null ? this.holderOf(`phone:${emailKey(buyer.phoneOf)}`) : undefined)
+    );
+  }
+
+  private platformContactStatus(op: PlatformOperation & { email: string; platform: Platform }): string | undefined {
     const consent = deliveredConsent(op);
     const live = this.contactOf(op.email);
     if (live === undefined) return this.ensureContact(op.email, consent?.status ?? 'non_subscribed', platformSource(op.platform), consent?.at ?? null);
@@ -335,10 +389,11 @@ export class ReferenceModel {
     const placed = isPlaced(op.platform, o.status);
     if (!existing && !placed) return this.settleRefunds(o.id, refundsOf(op.platform, o));
     // An unplaced snapshot of a stored order only updates it (the generator keeps its email's contact alive then).
-    const owner = placed ? this.platformContact(op) : undefined;
+    const owner = !placed ? undefined : op.email !== null ? this.platformContact({ ...op, email: op.email }) : this.contactlessOwner(op.platform, o.buyer!);
     if (!existing) {
-      if (owner === undefined) return this.settleRefunds(o.id, refundsOf(op.platform, o)); // rule 5: the contact limit refused the contact
-      this.createOrder(o.id, owner, {
+      // Rule 5: the contact limit refused the contact of an email; an order without one is kept without a contact.
+      if (owner === undefined && op.email !== null) return this.settleRefunds(o.id, refundsOf(op.platform, o));
+      const fields = {
         total: o.total,
         currency: o.currency,
         orderedAt: o.createdAt,
@@ -347,7 +402,13 @@ export class ReferenceModel {
         refunded: 0,
         status: o.status,
         orderNumber: o.number,
-      });
+        ...presentmentOf(o),
+      };
+      if (owner !== undefined) this.createOrder(o.id, owner, fields);
+      else {
+        this.orders.set(o.id, { owner: null, ...fields, credit: null });
+        if (o.buyer!.customerOf !== null) this.contactless.set(o.id, `${op.platform}:${emailKey(o.buyer!.customerOf)}`);
+      }
       this.platformUpdates.set(o.id, o.updatedAt);
       return this.settleRefunds(o.id, refundsOf(op.platform, o));
     }
@@ -358,6 +419,7 @@ export class ReferenceModel {
       existing.currency = o.currency;
       existing.status = o.status;
       existing.orderNumber = o.number;
+      Object.assign(existing, presentmentOf(o));
     }
     this.settleRefunds(o.id, refundsOf(op.platform, o));
   }
@@ -514,8 +576,8 @@ export class ReferenceModel {
         visits: c.visits,
       };
     }
-    const count = (owner: string, revenue: number) => {
-      const view = contacts[owner];
+    const count = (owner: string | null, revenue: number) => {
+      const view = owner === null ? undefined : contacts[owner];
       if (!view) return;
       view.revenue += revenue;
       view.orders += 1;
@@ -525,6 +587,19 @@ export class ReferenceModel {
     for (const sender of [...this.campaignsSent, ...Object.keys(FLOWS)]) senderReports[sender] = { orders: 0, revenue: 0 };
     const revenueRows = new Map<string, { orders: number; revenue: number }>();
     const windows = reportWindows(this.now);
+    const addRow = (sender: string, currency: string, orderedAt: number, revenue: number) => {
+      for (const w of windows) {
+        if (orderedAt < w.from || orderedAt >= w.to) continue;
+        const key = `${w.name}\u0000${sender}\u0000${currency}`;
+        const row = revenueRows.get(key) ?? { orders: 0, revenue: 0 };
+        row.orders++;
+        row.revenue += revenue;
+        revenueRows.set(key, row);
+      }
+    };
+    // The store's total: every order, with a contact or without one, credited or not.
+    for (const o of this.orders.values()) addRow('total', o.currency, o.orderedAt, net(o));
+    for (const o of this.directOrders) addRow('total', o.currency, o.orderedAt, o.total);
     for (const [externalId, o] of this.orders) {
       orders[externalId] = { ...o };
       count(o.owner, net(o));
@@ -532,14 +607,7 @@ export class ReferenceModel {
       const report = (senderReports[o.credit] ??= { orders: 0, revenue: 0 });
       report.orders++;
       report.revenue += net(o);
-      for (const w of windows) {
-        if (o.orderedAt < w.from || o.orderedAt >= w.to) continue;
-        const key = `${w.name}\u0000${o.credit}\u0000${o.currency}`;
-        const row = revenueRows.get(key) ?? { orders: 0, revenue: 0 };
-        row.orders++;
-        row.revenue += net(o);
-        revenueRows.set(key, row);
-      }
+      addRow(o.credit, o.currency, o.orderedAt, net(o));
     }
     for (const o of this.directOrders) count(o.owner, o.total);
     return {

@@ -15,8 +15,8 @@ export interface ContactView {
 }
 
 export interface OrderView {
-  /** Model key of the owner (an erased owner keeps its key: the order stays on the tombstone). */
-  owner: string;
+  /** Model key of the owner (an erased owner keeps its key: the order stays on the tombstone); null: an order without a contact. */
+  owner: string | null;
   total: number;
   refunded: number;
   cancelled: boolean;
@@ -28,6 +28,9 @@ export interface OrderView {
   /** Shopify and WooCommerce orders: the status as last sent and the order number. */
   status?: string;
   orderNumber?: string;
+  /** A multi-currency order: what the buyer paid, in cents of `presentmentCurrency` (totals and refunds are the shop's). */
+  presentmentCurrency?: string;
+  presentmentTotal?: number;
 }
 
 export interface Snapshot {
@@ -38,7 +41,7 @@ export interface Snapshot {
   directOrders: string[];
   /** Campaign and flow reports: orders credited and their net revenue. */
   senderReports: Record<string, { orders: number; revenue: number }>;
-  /** The revenue report over named windows, one line per row, sorted. */
+  /** The revenue report over named windows, one line per row (its store-wide `total` as sender `total`), sorted. */
   revenueReport: string[];
   /** Recipients of each sent campaign. */
   recipients: Record<string, number>;
