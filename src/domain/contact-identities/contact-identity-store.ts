@@ -31,7 +31,11 @@ export function createContactIdentityStore(dialect: Dialect) {
 
     /** Deletes these identities where their contact still holds them (another may have taken one over since). */
     async release(db: Db, rows: IdentityRow[]): Promise<void> {
-      for (const row of rows) await db('contact_identities').where(row).delete();
+      for (const part of chunk(rows, chunkSizeFor(dialect, 4))) {
+        await db('contact_identities')
+          .whereIn(['workspace_id', 'kind', 'value', 'contact_id'], part.map((row) => [row.workspace_id, row.kind, row.value, row.contact_id]))
+          .delete();
+      }
     },
 
     /** The contact holding each identity of the workspace, keyed by `identityKey`. */

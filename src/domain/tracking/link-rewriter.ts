@@ -1,3 +1,5 @@
+import { decodeHtmlEntities } from '../shared/html-entities.js';
+
 /**
  * Link rewriting for tracking (docs/email.md, Tracking). Only `href` attributes of `<a>` tags are touched;
  * `mailto:`, `tel:`, in-page anchors and anything that is not http(s) stay as written, and so do links the
@@ -5,15 +7,12 @@
  */
 const ANCHOR_HREF = /(<a\b[^>]*?\bhref\s*=\s*)("([^"]*)"|'([^']*)')/gi;
 
-/** The few entities an href may carry in HTML; enough to recover the URL a browser would follow. */
-const decodeEntities = (value: string) =>
-  value.replace(/&(amp|quot|#39|apos|lt|gt);/g, (_, name: string) => ({ amp: '&', quot: '"', '#39': "'", apos: "'", lt: '<', gt: '>' })[name]!);
-
 const escapeAttribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
 
 export function rewriteLinks(html: string, track: (url: string) => string | null): string {
   return html.replace(ANCHOR_HREF, (whole, prefix: string, _quoted: string, double?: string, single?: string) => {
-    const url = decodeEntities((double ?? single ?? '').trim());
+    // The URL a browser would follow: the attribute's character references decoded.
+    const url = decodeHtmlEntities((double ?? single ?? '').trim());
     if (!/^https?:\/\//i.test(url)) return whole;
     const tracked = track(url);
     return tracked === null ? whole : `${prefix}"${escapeAttribute(tracked)}"`;
